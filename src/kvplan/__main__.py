@@ -1,0 +1,5 @@
+import sys
+
+from kvplan.cli.main import main
+
+sys.exit(main())

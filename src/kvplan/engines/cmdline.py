@@ -1,0 +1,185 @@
+"""A launch command as the user typed it: env-var prefix, program, and flags.
+
+Flags are matched the way the engines' argparse does it: ``--flag value`` and ``--flag=value``, and
+unique prefixes (argparse's ``allow_abbrev``). Flags kvplan does not know are kept, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kvplan.errors import KvplanError
+
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = {"env", "nohup", "exec", "time", "sudo", "-E"}
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    argv: tuple[str, ...]  # the command as given (tokens)
+    env: dict[str, str]  # VAR=value prefixes
+    program: tuple[str, ...]  # e.g. ("python", "-m", "sglang.launch_server") or ("vllm", "serve")
+    args: tuple[str, ...]  # everything after the program
+
+    def text(self) -> str:
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+
+def tokenize(command: Sequence[str] | str) -> list[str]:
+    """Split a command given as one string or as argv; drop line continuations."""
+    if isinstance(command, str):
+        try:
+            tokens = shlex.split(command)
+        except ValueError as e:
+            raise KvplanError(f"cannot split the launch command: {e}", "check its quotes") from None
+    else:
+        tokens = []
+        for t in command:
+            if not isinstance(t, str):
+                raise KvplanError(f"launch command tokens must be strings, got {t!r}")
+            tokens.append(t)
+        if len(tokens) == 1 and " " in tokens[0].strip():
+            return tokenize(tokens[0])
+    return [t for t in tokens if t not in ("\\", "\\\n", "") and t.strip() != "\\"]
+
+
+def split_command(command: Sequence[str] | str) -> LaunchCommand:
+    """Separate env prefixes and wrappers from the program and its flags."""
+    tokens = tokenize(command)
+    if not tokens:
+        raise KvplanError("empty launch command", "give it after --, e.g. -- python -m sglang.launch_server ...")
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(tokens) and (_ENV_RE.match(tokens[i]) or tokens[i] in _WRAPPERS):
+        if _ENV_RE.match(tokens[i]):
+            k, v = tokens[i].split("=", 1)
+            env[k] = v
+        i += 1
+    rest = tokens[i:]
+    if not rest:
+        raise KvplanError("the launch command has only environment variables", "add the engine command")
+    prog_len = 1
+    exe = rest[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python[0-9.]*", exe) and len(rest) >= 3 and rest[1] == "-m":
+        prog_len = 3
+    elif exe in ("sglang", "vllm") and len(rest) >= 2 and not rest[1].startswith("-"):
+        prog_len = 2  # `sglang serve`, `vllm serve`
+    return LaunchCommand(argv=tuple(tokens), env=env, program=tuple(rest[:prog_len]), args=tuple(rest[prog_len:]))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One engine flag: canonical name, aliases, kind ("bool", "int", "float", "str"), dest."""
+
+    name: str
+    kind: str = "str"
+    aliases: tuple[str, ...] = ()
+    dest: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.dest or self.name.lstrip("-").replace("-", "_")
+
+
+@dataclass
+class ParsedFlags:
+    values: dict[str, object] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # flags as written
+    seen: dict[str, str] = field(default_factory=dict)  # dest -> flag as written
+
+
+def _convert(flag: Flag, raw: str, written: str) -> object:
+    try:
+        if flag.kind == "int":
+            return int(raw)
+        if flag.kind == "float":
+            return float(raw)
+    except ValueError:
+        raise KvplanError(f"{written} expects a{'n integer' if flag.kind == 'int' else ' number'}, got {raw!r}",
+                          "fix the value in the launch command") from None
+    return raw
+
+
+def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True) -> ParsedFlags:
+    """Parse ``args`` against a flag table; unknown flags are kept (with their value, if any)."""
+    table: dict[str, Flag] = {}
+    for f in flags:
+        for n in (f.name, *f.aliases):
+            table[n] = f
+    names = sorted(table)
+    out = ParsedFlags()
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if not tok.startswith("--") or tok == "--":
+            out.positionals.append(tok)
+            i += 1
+            continue
+        name, eq, inline = tok.partition("=")
+        norm = name if name in table else name.replace("_", "-")  # vllm also accepts underscores
+        flag = table.get(norm)
+        if flag is None and abbrev:
+            cands = {table[n].key: table[n] for n in names if n.startswith(norm)}
+            if len(cands) == 1:
+                flag = next(iter(cands.values()))
+        if flag is None:
+            out.unknown.append(name)
+            if not eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                i += 1  # its value
+            i += 1
+            continue
+        if flag.kind == "bool":
+            out.values[flag.key] = True if not eq else inline.lower() not in ("false", "0", "no")
+            i += 1
+        else:
+            if eq:
+                raw = inline
+            elif i + 1 < len(args):
+                raw = args[i + 1]
+                i += 1
+            else:
+                raise KvplanError(f"{name} needs a value", "complete the launch command")
+            out.values[flag.key] = _convert(flag, raw, name)
+            i += 1
+        out.seen[flag.key] = name
+    return out
+
+
+def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Sequence[Flag]) -> list[str]:
+    """The command's tokens with flags changed in place (or appended); None removes a flag.
+
+    ``changes`` maps a canonical flag name (``--hicache-size``) to its new value; "" sets a boolean flag.
+    """
+    by_name = {n: f for f in flags for n in (f.name, *f.aliases)}
+    canon = {f.key: f for f in flags}
+    want = {by_name[k].key if k in by_name else k: v for k, v in changes.items()}
+    prefix = list(cmd.argv[: len(cmd.argv) - len(cmd.args)])
+    out: list[str] = []
+    done: set[str] = set()
+    args = list(cmd.args)
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        name, eq, _ = tok.partition("=")
+        f = by_name.get(name) or by_name.get(name.replace("_", "-"))
+        if f is None or f.key not in want:
+            out.append(tok)
+            i += 1
+            continue
+        has_value = f.kind != "bool" and not eq and i + 1 < len(args)
+        new = want[f.key]
+        if new is not None and f.key not in done:
+            out.extend([name] if f.kind == "bool" else [f"{name}={new}"] if eq else [name, new])
+        done.add(f.key)
+        i += 2 if has_value else 1
+    for key, new in want.items():
+        if key in done or new is None:
+            continue
+        f = canon.get(key)
+        flag = f.name if f else key
+        out.extend([flag] if (f and f.kind == "bool") or new == "" else [flag, new])
+    return prefix + out

@@ -1,0 +1,132 @@
+"""SGLang launch flags that decide memory, parsed verbatim from ``python -m sglang.launch_server ...``
+or ``sglang serve ...`` (names and aliases as in ``srt/server_args.py::ServerArgs.add_cli_args``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.cmdline import Flag, LaunchCommand, parse_flags
+from kvplan.errors import KvplanError
+
+I, F, B, S = "int", "float", "bool", "str"
+FLAGS: tuple[Flag, ...] = (
+    Flag("--model-path", S, ("--model",)), Flag("--tokenizer-path", S), Flag("--served-model-name", S),
+    Flag("--tp-size", I, ("--tp", "--tensor-parallel-size")), Flag("--dp-size", I, ("--dp", "--data-parallel-size")),
+    Flag("--pp-size", I, ("--pp", "--pipeline-parallel-size")),
+    Flag("--ep-size", I, ("--ep", "--expert-parallel-size")),
+    Flag("--dcp-size", I), Flag("--enable-dp-attention", B), Flag("--nnodes", I), Flag("--node-rank", I),
+    Flag("--mem-fraction-static", F), Flag("--max-total-tokens", I), Flag("--max-running-requests", I),
+    Flag("--context-length", I), Flag("--chunked-prefill-size", I), Flag("--max-prefill-tokens", I),
+    Flag("--cuda-graph-max-bs", I), Flag("--disable-cuda-graph", B), Flag("--kv-cache-dtype", S),
+    Flag("--page-size", I), Flag("--quantization", S), Flag("--dtype", S), Flag("--attention-backend", S),
+    Flag("--enable-hierarchical-cache", B, ("--enable-hicache",)), Flag("--hicache-ratio", F),
+    Flag("--hicache-size", F), Flag("--hicache-write-policy", S), Flag("--hicache-io-backend", S),
+    Flag("--hicache-mem-layout", S), Flag("--hicache-storage-backend", S),
+    Flag("--hicache-host-memory-fraction", F), Flag("--hicache-host-memory-mode", S),
+    Flag("--disable-radix-cache", B), Flag("--swa-full-tokens-ratio", F), Flag("--disable-hybrid-swa-memory", B),
+    Flag("--mamba-full-memory-ratio", F), Flag("--max-mamba-cache-size", I),
+    Flag("--speculative-algorithm", S), Flag("--speculative-draft-model-path", S),
+    Flag("--speculative-num-draft-tokens", I), Flag("--enable-lora", B), Flag("--lora-paths", S),
+    Flag("--trust-remote-code", B), Flag("--host", S), Flag("--port", I), Flag("--enable-metrics", B),
+    Flag("--log-level", S), Flag("--load-format", S), Flag("--revision", S), Flag("--device", S),
+    Flag("--weight-version", S), Flag("--reasoning-parser", S), Flag("--tool-call-parser", S),
+    Flag("--disable-overlap-schedule", B), Flag("--random-seed", I), Flag("--api-key", S),
+    Flag("--dist-init-addr", S), Flag("--decode-log-interval", I), Flag("--watchdog-timeout", F),
+    Flag("--enable-torch-compile", B), Flag("--chat-template", S), Flag("--log-requests", B),
+    Flag("--disaggregation-mode", S), Flag("--enable-mixed-chunk", B), Flag("--schedule-policy", S),
+)
+
+# Flags that change memory in ways kvplan does not model; their presence is reported.
+UNMODELED = {"speculative_algorithm": "speculative decoding (draft weights and draft KV)",
+             "enable_lora": "LoRA buffers", "lora_paths": "LoRA buffers",
+             "disaggregation_mode": "PD disaggregation pools", "dcp_size": "decode context parallel",
+             "hicache_storage_backend": "HiCache L3 storage buffers"}
+
+
+@dataclass(frozen=True)
+class SGLangArgs:
+    """What one SGLang launch asks for; defaults are those of ServerArgs (version-independent ones)."""
+
+    model_path: str | None = None
+    tp_size: int = 1
+    dp_size: int = 1
+    pp_size: int = 1
+    ep_size: int = 1
+    enable_dp_attention: bool = False
+    nnodes: int = 1
+    mem_fraction_static: float | None = None
+    max_total_tokens: int | None = None
+    max_running_requests: int | None = None
+    context_length: int | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    disable_cuda_graph: bool = False
+    kv_cache_dtype: str = "auto"
+    page_size: int | None = None
+    quantization: str | None = None
+    attention_backend: str | None = None
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float | None = None
+    hicache_size: float = 0.0  # decimal GB per rank; 0 = use the ratio
+    hicache_host_memory_fraction: float | None = None
+    disable_radix_cache: bool = False
+    swa_full_tokens_ratio: float = 0.8
+    disable_hybrid_swa_memory: bool = False
+    mamba_full_memory_ratio: float = 0.9
+    max_mamba_cache_size: int | None = None
+    speculative_algorithm: str | None = None
+    unknown_flags: tuple[str, ...] = ()
+    unmodeled: tuple[str, ...] = ()
+
+    # ---- derived: scheduler processes ("ranks") and DP-attention groups ----
+    @property
+    def world_size(self) -> int:
+        """GPU ranks of one launch: tp × pp (DP attention splits TP); plain --dp adds replicas."""
+        base = self.tp_size * self.pp_size
+        return base if self.enable_dp_attention else base * self.dp_size
+
+    @property
+    def attn_dp_size(self) -> int:
+        return self.dp_size if self.enable_dp_attention else 1
+
+    @property
+    def attn_tp_size(self) -> int:
+        """Ranks that share one attention group (``tp_size // dp_size`` with DP attention)."""
+        return self.tp_size // self.attn_dp_size
+
+    @property
+    def replicas(self) -> int:
+        """Independent router-level data-parallel replicas (plain --dp without DP attention)."""
+        return 1 if self.enable_dp_attention else self.dp_size
+
+
+def _check(name: str, value: float | None, lo: float, hi: float | None = None, open_lo: bool = False) -> None:
+    if value is None:
+        return
+    bad = value <= lo if open_lo else value < lo
+    if bad or (hi is not None and value > hi):
+        rng = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi if hi is not None else 'inf'})"
+        raise KvplanError(f"--{name.replace('_', '-')} {value} is out of range {rng}", "fix it in the launch command")
+
+
+def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
+    """Resolve an SGLang command line into SGLangArgs (bad values raise KvplanError)."""
+    p = parse_flags(cmd.args, FLAGS)
+    v = p.values
+    if p.positionals and "model_path" not in v:
+        v["model_path"] = p.positionals[0]
+    for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes"):
+        _check(k, v.get(k), 1)
+    _check("mem_fraction_static", v.get("mem_fraction_static"), 0, 1, open_lo=True)
+    _check("swa_full_tokens_ratio", v.get("swa_full_tokens_ratio"), 0, 1, open_lo=True)
+    for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs"):
+        _check(k, v.get(k), 1)
+    for k in ("hicache_ratio", "hicache_size"):
+        _check(k, v.get(k), 0)
+    tp, dp = int(v.get("tp_size", 1)), int(v.get("dp_size", 1))
+    if v.get("enable_dp_attention") and tp % dp:
+        raise KvplanError(f"--enable-dp-attention needs --tp-size ({tp}) divisible by --dp-size ({dp})")
+    fields = SGLangArgs.__dataclass_fields__
+    kwargs = {k: val for k, val in v.items() if k in fields}
+    unmodeled = tuple(sorted({UNMODELED[k] for k in v if k in UNMODELED}))
+    return SGLangArgs(**kwargs, unknown_flags=tuple(p.unknown), unmodeled=unmodeled)

@@ -1,0 +1,177 @@
+"""What one SGLang rank allocates on its GPU, step by step as the engine does it.
+
+0.5.23: ``mem_cache/kv_cache_configurator.py::KVCacheConfigurator._profile_available_bytes`` →
+``config_from_budget`` → ``_apply_token_constraints`` → ``resolve_max_num_reqs``;
+≤0.5.15: ``model_runner(_kv_cache_mixin).py::profile_max_num_token`` / ``init_memory_pool``.
+
+    rest   = F - P × (1 - mem_fraction_static) - mm_reservation      (GiB; F = P - weights)
+    tokens = floor(rest_bytes / cell) // page_size × page_size, then min(--max-total-tokens)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.sglang import calibration as cal
+from kvplan.engines.sglang.args import SGLangArgs
+from kvplan.engines.sglang.cell import Cell, compute_cell
+from kvplan.engines.sglang.rules import SGLangRules
+from kvplan.errors import KvplanError
+from kvplan.hardware.cluster import Cluster
+from kvplan.models.spec import ModelSpec
+from kvplan.units import GiB, MiB
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    cell: Cell
+    mem_fraction_static: float
+    mfs_source: str
+    baseline_free_bytes: int
+    weights_bytes: int
+    rest_bytes: int  # budget for KV (and Mamba state) after weights and the slack
+    kv_tokens: int
+    swa_tokens: int | None
+    mamba_slots: int | None
+    mamba_bytes: int
+    page_size: int
+    context_len: int
+    max_running_requests: int
+    req_to_token_slots: int
+    req_to_token_bytes: int
+    kv_pool_bytes: int
+    slack_bytes: int
+    graph_bytes: int
+    graph_source: str
+    chunked_prefill_size: int | None
+    cuda_graph_max_bs: int | None
+    assumptions: tuple[str, ...]
+
+    @property
+    def headroom_after_pools_bytes(self) -> int:
+        unused = max(0, self.rest_bytes - self.kv_pool_bytes - self.mamba_bytes)
+        return self.slack_bytes + unused - self.req_to_token_bytes - int(cal.POOL_MISC.value_gib * GiB)
+
+    @property
+    def headroom_after_graphs_bytes(self) -> int:
+        return self.headroom_after_pools_bytes - self.graph_bytes
+
+
+def weights_per_rank(model: ModelSpec, args: SGLangArgs, override_gib: float | None) -> tuple[int, str]:
+    """Weight bytes on one rank: the checkpoint split over TP×PP; attention replicated across DP groups."""
+    if override_gib is not None:
+        if override_gib < 0:
+            raise KvplanError(f"--weights-gib must be >= 0, got {override_gib}")
+        return int(override_gib * GiB), "--weights-gib (per rank)"
+    total, src = model.weight_bytes, model.weight_bytes_source or "checkpoint"
+    if total is None:
+        raise KvplanError(f"{model.name}: weight size of a {model.quant_method or model.dtype} checkpoint is unknown",
+                          "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")
+    if model.num_nextn_predict_layers:
+        # MTP/NextN layers ship in the checkpoint but are loaded only for speculative decoding.
+        per_layer = model.param_count / max(1, model.num_layers)
+        total -= int(total * model.num_nextn_predict_layers * per_layer / model.param_count)
+        src += ", minus NextN layers"
+    attn = model.attention_weight_fraction
+    per_rank = (total * attn / args.attn_tp_size + total * (1 - attn) / args.tp_size) / args.pp_size
+    return int(per_rank), src
+
+
+def _mamba_per_slot(model: ModelSpec, args: SGLangArgs, cell: Cell) -> int:
+    if not model.linear or not cell.linear_layers_local:
+        return 0
+    return model.linear.per_rank_bytes(args.attn_tp_size) * cell.linear_layers_local
+
+
+def _max_running(tokens: int, ctx: int, args: SGLangArgs, rules: SGLangRules) -> tuple[int, int]:
+    """(max_running_requests per DP worker, req_to_token slots): scheduler.py::init_memory_pools
+    / kv_cache_configurator.py::resolve_max_num_reqs."""
+    estimated = min(max(int(tokens / max(ctx, 1) * 512), 2048), 4096)
+    if args.max_running_requests:
+        user = max(1, args.max_running_requests // args.attn_dp_size)
+        mrr = min(user, tokens // 2) if rules.max_running_caps_at_half_pool else user
+        return max(mrr, 0), max(mrr, 0)
+    if rules.max_running_caps_at_half_pool:
+        mrr = min(estimated, tokens // 2)
+        return mrr, mrr
+    return min(tokens // 2, estimated), estimated  # <=0.5.9: the estimate sizes req_to_token
+
+
+def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLangRules, version: str,
+             weights_gib: float | None = None, free_gib: float | None = None) -> GpuPool:
+    notes: list[str] = []
+    cell = compute_cell(model, args)
+    ctx = args.context_length or model.context_len
+    try:
+        from kvplan.engines.sglang.defaults import DefaultsInput, resolve_defaults
+
+        d = resolve_defaults(DefaultsInput(
+        version=version, gpu_mem_mib=cluster.gpu_mem_mib, tp=args.tp_size, pp=args.pp_size, dp=args.dp_size,
+        enable_dp_attention=args.enable_dp_attention, is_mla=model.is_mla, is_multimodal=model.is_multimodal,
+        vit_layers=model.vit_layers, vit_hidden=model.vit_hidden, speculative_algorithm=args.speculative_algorithm,
+        chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
+        max_running_requests=args.max_running_requests, disable_cuda_graph=args.disable_cuda_graph,
+        context_len=ctx))
+    except (ValueError, ImportError) as e:
+        if args.mem_fraction_static is None:
+            raise KvplanError(f"SGLang {version}: cannot reproduce the default mem_fraction_static ({e})",
+                              "pass --mem-fraction-static explicitly in the launch command") from None
+        d = None
+    if args.mem_fraction_static is not None:
+        mfs, mfs_src = args.mem_fraction_static, "--mem-fraction-static"
+    else:
+        mfs, mfs_src = d.mem_fraction_static, f"SGLang {version} default ({d.rule})"
+    ranks_node = min(args.world_size, cluster.gpus_per_node)
+    if free_gib is not None:
+        p_bytes = int(free_gib * GiB)
+        notes.append(f"free memory before weights P = {free_gib} GiB per rank (--free-gib)")
+    else:
+        p_bytes = cluster.gpu_mem_bytes - cal.baseline_overhead_bytes(ranks_node)
+        notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank: GPU total minus "
+                     f"{cal.baseline_overhead_bytes(ranks_node) / GiB:.2f} GiB CUDA context and NCCL buffers "
+                     "(calibrated on real logs; --free-gib sets it)")
+    w_bytes, w_src = weights_per_rank(model, args, weights_gib)
+    notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
+    slack = int(p_bytes * (1 - mfs))
+    mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0
+    rest = p_bytes - w_bytes - slack - mm_res
+    mamba_slots, mamba_bytes = None, 0
+    per_slot = _mamba_per_slot(model, args, cell)
+    if per_slot and rest > 0:
+        if args.max_mamba_cache_size:
+            mamba_slots = args.max_mamba_cache_size // args.attn_dp_size
+        else:  # kv_cache_configurator.py::_handle_max_mamba_cache: rest × r/(1+r) for the state pool
+            r = args.mamba_full_memory_ratio
+            budget = rest * r / (1 + r)
+            mamba_slots = int((budget - per_slot) // per_slot) if rules.mamba_padding_slot else int(budget // per_slot)
+        mamba_bytes = (mamba_slots + (1 if rules.mamba_padding_slot else 0)) * per_slot
+        rest -= mamba_bytes
+    page = args.page_size or (64 if (args.attention_backend or "") in ("flashmla", "trtllm_mla", "cutlass_mla")
+                              else 1)
+    tokens = max(0, rest) // cell.bytes_per_token // page * page if cell.bytes_per_token else 0
+    if args.max_total_tokens and tokens > args.max_total_tokens:
+        tokens = args.max_total_tokens // page * page
+    swa_tokens = None
+    if cell.hybrid_swa:
+        swa_tokens = int(args.swa_full_tokens_ratio * tokens) // page * page
+    mrr, slots = _max_running(tokens, ctx, args, rules) if tokens else (0, 0)
+    if mamba_slots is not None and tokens:
+        ratio = 1 if args.disable_radix_cache else 5  # extra_buffer strategy with the overlap scheduler
+        mrr = min(mrr, max(1, mamba_slots // ratio))
+    r2t = (slots + 1) * (ctx + 4) * 4 if tokens else 0
+    # every KV buffer has one extra page (slot 0 absorbs padded writes)
+    if cell.hybrid_swa:
+        pool = ((tokens + page) * cell.full_layer_bytes * cell.n_full
+                + (swa_tokens + page) * cell.swa_layer_bytes * cell.n_swa)
+    else:
+        pool = (tokens + page) * cell.bytes_per_token if tokens else 0
+    g = cal.graph_estimate(model.moe is not None, model.param_count)
+    graph = 0 if args.disable_cuda_graph else int(g.value_gib * GiB)
+    return GpuPool(cell=cell, mem_fraction_static=mfs, mfs_source=mfs_src, baseline_free_bytes=p_bytes,
+                   weights_bytes=w_bytes, rest_bytes=rest, kv_tokens=int(tokens), swa_tokens=swa_tokens,
+                   mamba_slots=mamba_slots, mamba_bytes=mamba_bytes, page_size=page, context_len=ctx,
+                   max_running_requests=mrr, req_to_token_slots=slots, req_to_token_bytes=r2t,
+                   kv_pool_bytes=pool, slack_bytes=slack, graph_bytes=graph,
+                   graph_source=f"{g.value_gib} GiB: {g.what}",
+                   chunked_prefill_size=d.chunked_prefill_size if d else args.chunked_prefill_size,
+                   cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes))

@@ -1,0 +1,19 @@
+"""context-exceeds-pool (warning): one request of the full context length does not fit the GPU KV pool;
+SGLang caps max_req_len at the pool size (``max_req_len = min(context_len - 1, tokens - 1)``)."""
+
+from __future__ import annotations
+
+from kvplan.findings import Context
+from kvplan.plan import Finding
+
+ID = "context-exceeds-pool"
+
+
+def check(ctx: Context) -> list[Finding]:
+    r, ctx_len = ctx.plan.per_rank, int(ctx.plan.settings.get("context_len") or 0)
+    if r.kv_tokens == 0 or r.kv_tokens >= ctx_len:
+        return []
+    msg = (f"per rank (= per DP group): the GPU pool holds {r.kv_tokens:,} tokens, less than one request of the "
+           f"context length {ctx_len:,}; requests longer than {r.kv_tokens - 1:,} tokens are rejected")
+    return [Finding(ID, "warning", msg, f"--context-length {r.kv_tokens // 1024 * 1024} or more KV memory",
+                    {})]

@@ -1,0 +1,64 @@
+"""What this machine has: GPUs through NVML (when nvidia-ml-py and a driver exist), host RAM through psutil,
+the cgroup memory limit and /dev/shm. Every import here is lazy: the CLI must start fast."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def detect_gpus() -> list[tuple[str, int]]:
+    """[(nvidia-smi name, total MiB)] for local NVIDIA GPUs, or [] when there is no NVML."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no GPU
+        return []
+    try:
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else name
+            out.append((name, int(pynvml.nvmlDeviceGetMemoryInfo(h).total) >> 20))
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def cgroup_limit_bytes() -> int | None:
+    """memory.max (cgroup v2) or memory.limit_in_bytes (v1) of this process, None when unlimited."""
+    for p in (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+        try:
+            raw = p.read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < (1 << 60):
+            return int(raw)
+    return None
+
+
+def host_available_bytes() -> int:
+    """MemAvailable, capped by the cgroup limit (what SGLang 0.5.23's available_host_memory_bytes does)."""
+    import psutil
+
+    avail = int(psutil.virtual_memory().available)
+    lim = cgroup_limit_bytes()
+    return min(avail, lim) if lim else avail
+
+
+def host_total_bytes() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def shm_bytes(path: str = "/dev/shm") -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize

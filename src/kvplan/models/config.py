@@ -1,0 +1,226 @@
+"""Read a Hugging Face config.json (as JSON, never as code) into a ModelSpec.
+
+Only architectures whose KV layout kvplan knows are accepted; anything else raises UnsupportedModel
+with the architecture name, never a guess. Multimodal checkpoints nest the language model under
+``text_config`` (or ``language_config`` / ``llm_config``); the top-level ``architectures`` still decide.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvplan.errors import KvplanError, UnsupportedModel
+from kvplan.models.spec import LinearAttnSpec, ModelSpec, MoESpec
+
+# Architecture -> family. Families: "mha" (MHA/GQA/MQA, optional SWA), "mla", "gdn", "mamba2".
+ARCHITECTURES: dict[str, str] = {
+    "LlamaForCausalLM": "mha", "MistralForCausalLM": "mha", "MixtralForCausalLM": "mha",
+    "Qwen2ForCausalLM": "mha", "Qwen2MoeForCausalLM": "mha", "Qwen3ForCausalLM": "mha",
+    "Qwen3MoeForCausalLM": "mha", "Qwen2_5_VLForConditionalGeneration": "mha",
+    "Qwen2VLForConditionalGeneration": "mha",
+    "GemmaForCausalLM": "mha", "Gemma2ForCausalLM": "mha", "Gemma3ForCausalLM": "mha",
+    "Gemma3ForConditionalGeneration": "mha", "GptOssForCausalLM": "mha",
+    "Glm4MoeForCausalLM": "mha", "Glm4ForCausalLM": "mha", "Phi3ForCausalLM": "mha",
+    "GraniteForCausalLM": "mha", "OlmoForCausalLM": "mha", "Olmo2ForCausalLM": "mha",
+    "InternLM2ForCausalLM": "mha", "Starcoder2ForCausalLM": "mha",
+    "DeepseekV2ForCausalLM": "mla", "DeepseekV3ForCausalLM": "mla", "KimiK25ForConditionalGeneration": "mla",
+    "KimiVLForConditionalGeneration": "mla",
+    "Qwen3NextForCausalLM": "gdn",
+}
+
+TEXT_KEYS = ("text_config", "language_config", "llm_config")
+
+# Defaults that transformers' config classes apply when config.json omits a key (cited per model_type).
+HF_DEFAULTS: dict[str, dict[str, Any]] = {
+    # transformers/models/gemma3/configuration_gemma3.py::Gemma3TextConfig
+    "gemma3_text": {"sliding_window_pattern": 6, "sliding_window": 4096, "head_dim": 256,
+                    "num_key_value_heads": 4, "vocab_size": 262208, "max_position_embeddings": 131072},
+    # transformers/models/gemma2/configuration_gemma2.py::Gemma2Config
+    "gemma2": {"sliding_window": 4096, "head_dim": 256},
+}
+
+
+def _text_part(cfg: dict[str, Any]) -> dict[str, Any]:
+    for key in TEXT_KEYS:
+        sub = cfg.get(key)
+        if isinstance(sub, dict) and sub.get("num_hidden_layers"):
+            return sub
+    return cfg
+
+
+def _req(c: dict[str, Any], key: str, where: str) -> Any:
+    val = c.get(key)
+    if val is None:
+        raise KvplanError(f"{where}: config has no '{key}'",
+                          "pass a complete config.json with --model-config, or --weights-gib if only weights are off")
+    if isinstance(val, bool) or not isinstance(val, (int, float)) or val <= 0:
+        raise KvplanError(f"{where}: '{key}' must be a positive number, got {val!r}")
+    return int(val)
+
+
+def _layer_kinds(c: dict[str, Any], n: int, family: str, model_type: str) -> tuple[str, ...]:
+    lt = c.get("layer_types")
+    if isinstance(lt, list) and len(lt) >= n:
+        names = {"full_attention": "full", "sliding_attention": "swa", "linear_attention": "linear",
+                 "attention": "full", "mamba": "linear"}
+        kinds = []
+        for t in lt[:n]:
+            if t not in names:
+                raise UnsupportedModel(f"unknown layer type {t!r} in layer_types")
+            kinds.append(names[t])
+        return tuple(kinds)
+    if family == "gdn":
+        step = int(c.get("full_attention_interval") or 4)
+        return tuple("full" if (i + 1) % step == 0 else "linear" for i in range(n))
+    if model_type == "gemma2":  # HF Gemma2: even layers slide
+        return tuple("swa" if i % 2 == 0 else "full" for i in range(n))
+    if model_type in ("gemma3", "gemma3_text"):  # HF Gemma3: every pattern-th layer is global
+        pat = int(c.get("sliding_window_pattern") or HF_DEFAULTS["gemma3_text"]["sliding_window_pattern"])
+        return tuple("full" if (i + 1) % pat == 0 else "swa" for i in range(n))
+    if c.get("sliding_window") and model_type in ("mistral", "mixtral") and c.get("use_sliding_window", True):
+        return ("swa",) * n
+    if c.get("use_sliding_window") and c.get("sliding_window"):
+        mwl = int(c.get("max_window_layers") or n)
+        return tuple("full" if i < mwl else "swa" for i in range(n))  # HF Qwen2: layers >= max_window_layers slide
+    return ("full",) * n
+
+
+def _moe(c: dict[str, Any], n_layers: int) -> MoESpec | None:
+    experts = c.get("n_routed_experts") or c.get("num_experts") or c.get("num_local_experts")
+    if not experts:
+        return None
+    inter = c.get("moe_intermediate_size") or c.get("intermediate_size") or 0
+    shared = c.get("shared_expert_intermediate_size") or 0
+    if not shared and c.get("n_shared_experts"):
+        shared = int(c["n_shared_experts"]) * int(inter)
+    dense = int(c.get("first_k_dense_replace") or 0)
+    return MoESpec(num_experts=int(experts), experts_per_tok=int(c.get("num_experts_per_tok") or 1),
+                   moe_intermediate_size=int(inter), shared_intermediate_size=int(shared),
+                   moe_layers=n_layers - dense)
+
+
+def _linear(c: dict[str, Any], family: str) -> LinearAttnSpec | None:
+    if family != "gdn":
+        return None
+    w = "Qwen3-Next linear attention"
+    nk, nv = _req(c, "linear_num_key_heads", w), _req(c, "linear_num_value_heads", w)
+    dk, dv = _req(c, "linear_key_head_dim", w), _req(c, "linear_value_head_dim", w)
+    # sglang configs/qwen3_next.py::Qwen3NextConfig.mamba2_cache_params: conv_dim = 2*K + V
+    conv_dim = 2 * nk * dk + nv * dv
+    return LinearAttnSpec(kind="gdn", conv_dim=conv_dim, conv_kernel=_req(c, "linear_conv_kernel_dim", w),
+                          num_heads=nv, state_dims=(dk, dv))
+
+
+def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> ModelSpec:
+    """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError."""
+    if not isinstance(cfg, dict):
+        raise KvplanError(f"{name}: config.json must be a JSON object")
+    archs = cfg.get("architectures") or []
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise UnsupportedModel(f"{name}: config.json has no 'architectures' list",
+                               "kvplan needs the architecture name to know the KV layout")
+    arch = archs[0]
+    family = ARCHITECTURES.get(arch)
+    if family is None:
+        raise UnsupportedModel(f"{name}: unsupported architecture {arch!r}",
+                               "kvplan models: " + ", ".join(sorted(ARCHITECTURES)))
+    top = cfg
+    c = dict(_text_part(cfg))
+    model_type = str(c.get("model_type") or top.get("model_type") or "")
+    for k, v in HF_DEFAULTS.get(model_type, {}).items():
+        c.setdefault(k, v)
+    n = _req(c, "num_hidden_layers", name)
+    hidden = _req(c, "hidden_size", name)
+    heads = _req(c, "num_attention_heads", name)
+    kv_heads = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or hidden // heads)
+    dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype") or "bfloat16")
+    quant = top.get("quantization_config") or c.get("quantization_config") or {}
+    kv_algo = str(quant.get("kv_cache_quant_algo") or "").upper() if isinstance(quant, dict) else ""
+    vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else None
+    ctx = int(c.get("max_position_embeddings") or top.get("max_position_embeddings") or 0)
+    if ctx <= 0:
+        raise KvplanError(f"{name}: config has no 'max_position_embeddings'", "pass --context-length")
+    common = dict(
+        name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden,
+        vocab_size=_req(c, "vocab_size", name), num_attention_heads=heads, context_len=ctx, dtype=dtype,
+        intermediate_size=int(c.get("intermediate_size") or 0), moe=_moe(c, n),
+        tie_word_embeddings=bool(c.get("tie_word_embeddings", top.get("tie_word_embeddings", False))),
+        quant_method=(quant.get("quant_method") if isinstance(quant, dict) else None),
+        kv_cache_fp8=kv_algo.startswith("FP8"),
+        is_multimodal=vision is not None,
+        vit_layers=(vision or {}).get("num_hidden_layers") or (vision or {}).get("depth"),
+        vit_hidden=(vision or {}).get("hidden_size"),
+        num_nextn_predict_layers=int(c.get("num_nextn_predict_layers") or 0),
+    )
+    common.update(extra)
+    quant_d = quant if isinstance(quant, dict) else None
+    if family == "mla":
+        w = f"{name} (MLA)"
+        return _with_weights(ModelSpec(
+            **common, attention="mla", num_kv_heads=1, head_dim=0,
+            v_head_dim=_req(c, "v_head_dim", w), kv_lora_rank=_req(c, "kv_lora_rank", w),
+            qk_rope_head_dim=_req(c, "qk_rope_head_dim", w), qk_nope_head_dim=_req(c, "qk_nope_head_dim", w),
+            q_lora_rank=int(c.get("q_lora_rank") or 0), layer_kinds=("full",) * n), quant_d)
+    kinds = _layer_kinds(c, n, family, model_type)
+    swa = c.get("sliding_window") if "swa" in kinds else None
+    return _with_weights(ModelSpec(**common, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
+                                   layer_kinds=kinds, sliding_window=int(swa) if swa else None,
+                                   linear=_linear(c, family)), quant_d)
+
+
+def _with_weights(spec: ModelSpec, quant: dict[str, Any] | None) -> ModelSpec:
+    """Fill weight_bytes from the config's arithmetic when no checkpoint size is known (say so)."""
+    if spec.weight_bytes is not None:
+        return spec
+    from dataclasses import replace
+
+    from kvplan.models.weights import estimate_weight_bytes
+
+    try:
+        est = estimate_weight_bytes(spec, quant)
+    except KvplanError:
+        return spec
+    fmt = (quant or {}).get("quant_method") or spec.dtype
+    return replace(spec, weight_bytes=est, weight_bytes_source=(
+        f"estimated from config.json ({spec.param_count / 1e9:,.1f} B params, {fmt}; no safetensors index)"))
+
+
+def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """Load config.json from a file or a checkpoint directory. Returns (dict, file path)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise KvplanError(f"no config.json at {p}", "pass a config.json file or a checkpoint directory")
+    try:
+        text = p.read_text(encoding="utf-8")
+        cfg = json.loads(text)
+    except UnicodeDecodeError as e:
+        raise KvplanError(f"{p}: not a text file ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise KvplanError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except OSError as e:
+        raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    if not isinstance(cfg, dict):
+        raise KvplanError(f"{p}: config.json must be a JSON object, got {type(cfg).__name__}")
+    return cfg, p
+
+
+def checkpoint_weight_bytes(config_path: Path) -> tuple[int | None, str | None]:
+    """Weight bytes of a local checkpoint: the safetensors index total_size, else the shards' file sizes."""
+    d = config_path.parent
+    idx = d / "model.safetensors.index.json"
+    if idx.is_file():
+        try:
+            total = json.loads(idx.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
+            if isinstance(total, int) and total > 0:
+                return total, str(idx)
+        except (OSError, ValueError, AttributeError):
+            pass
+    shards = list(d.glob("*.safetensors"))
+    if shards:
+        return sum(s.stat().st_size for s in shards), f"{d}/*.safetensors"
+    return None, None

@@ -1,0 +1,180 @@
+"""ModelSpec: the facts about a checkpoint that decide how much KV each token costs.
+
+Built only from config.json read as JSON (``models.config``) or from the embedded catalog; no model code
+is ever imported. Layer kinds follow the engines' own vocabulary: ``full`` attention, ``swa`` (sliding
+window) and ``linear`` (Mamba2 / gated delta net state instead of a KV cache).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DTYPE_BYTES = {
+    "float32": 4, "float": 4, "fp32": 4,
+    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
+}
+
+
+@dataclass(frozen=True)
+class LinearAttnSpec:
+    """Per-layer recurrent state of a hybrid-linear layer, unsharded (whole model, one request).
+
+    SGLang shards both shapes by attention-TP heads (``Mamba2CacheParams`` / ``Mamba2StateShape``).
+    """
+
+    kind: str  # "gdn" (Qwen3-Next gated delta net) or "mamba2"
+    conv_dim: int  # channels of the causal conv state
+    conv_kernel: int  # state keeps conv_kernel - 1 columns
+    num_heads: int  # value heads (GDN) / SSM heads (Mamba2): the TP-sharded axis of the temporal state
+    state_dims: tuple[int, int]  # temporal state per head: (head_k_dim, head_v_dim) or (head_dim, d_state)
+
+    def per_rank_bytes(self, attn_tp: int, conv_bytes: int = 2, ssm_bytes: int = 4) -> int:
+        """Bytes of one request's state for one layer on one attention-TP rank."""
+        conv = (self.conv_dim // attn_tp) * (self.conv_kernel - 1) * conv_bytes
+        ssm = (self.num_heads // attn_tp) * self.state_dims[0] * self.state_dims[1] * ssm_bytes
+        return conv + ssm
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    num_experts: int
+    experts_per_tok: int
+    moe_intermediate_size: int
+    shared_intermediate_size: int  # total width of shared experts (0 if none)
+    moe_layers: int  # how many decoder layers are MoE
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Architecture of one checkpoint (the text model for multimodal ones)."""
+
+    name: str
+    architecture: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    layer_kinds: tuple[str, ...]
+    context_len: int
+    dtype: str = "bfloat16"
+    attention: str = "mha"  # "mha" (covers GQA/MQA) or "mla"
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    q_lora_rank: int = 0
+    sliding_window: int | None = None
+    intermediate_size: int = 0
+    moe: MoESpec | None = None
+    linear: LinearAttnSpec | None = None
+    tie_word_embeddings: bool = False
+    quant_method: str | None = None
+    kv_cache_fp8: bool = False  # checkpoint declares kv_cache_quant_algo FP8
+    is_multimodal: bool = False
+    vit_layers: int | None = None
+    vit_hidden: int | None = None
+    num_nextn_predict_layers: int = 0
+    weight_bytes: int | None = None  # whole checkpoint, all ranks together
+    weight_bytes_source: str | None = None
+    source: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    # ---- derived -------------------------------------------------------------------------------
+    @property
+    def is_mla(self) -> bool:
+        return self.attention == "mla"
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def n_full_layers(self) -> int:
+        return sum(1 for k in self.layer_kinds if k == "full")
+
+    @property
+    def n_swa_layers(self) -> int:
+        return sum(1 for k in self.layer_kinds if k == "swa")
+
+    @property
+    def n_linear_layers(self) -> int:
+        return sum(1 for k in self.layer_kinds if k == "linear")
+
+    @property
+    def is_hybrid_linear(self) -> bool:
+        return self.n_linear_layers > 0
+
+    @property
+    def mla_kv_dim(self) -> int:
+        """Width of one MLA latent row: kv_lora_rank + qk_rope_head_dim."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def attention_kind(self) -> str:
+        """Human label: MLA, MHA, MQA or GQA (plus hybrids)."""
+        if self.is_mla:
+            base = "MLA"
+        elif self.num_kv_heads == self.num_attention_heads:
+            base = "MHA"
+        elif self.num_kv_heads == 1:
+            base = "MQA"
+        else:
+            base = "GQA"
+        if self.n_swa_layers:
+            base += f"+SWA({self.n_swa_layers}/{self.num_layers})"
+        if self.n_linear_layers:
+            kind = self.linear.kind.upper() if self.linear else "linear"
+            base += f"+{kind}({self.n_linear_layers}/{self.num_layers})"
+        return base
+
+    # ---- parameters (for weights when total_size is unknown, and for DP-attention sharding) ----
+    def attention_params_per_layer(self) -> int:
+        h = self.hidden_size
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            q = (h * self.q_lora_rank + self.q_lora_rank * self.num_attention_heads * qk
+                 if self.q_lora_rank else h * self.num_attention_heads * qk)
+            kv_a = h * (self.kv_lora_rank + self.qk_rope_head_dim)
+            kv_b = self.kv_lora_rank * self.num_attention_heads * (self.qk_nope_head_dim + self.v_head_dim)
+            o = self.num_attention_heads * self.v_head_dim * h
+            return q + kv_a + kv_b + o
+        q = h * self.num_attention_heads * self.head_dim
+        kv = 2 * h * self.num_kv_heads * self.head_dim
+        o = self.num_attention_heads * self.head_dim * h
+        return q + kv + o
+
+    def param_breakdown(self) -> dict[str, int]:
+        """Parameter counts by component, from the config alone (biases and norms ignored)."""
+        h = self.hidden_size
+        attn_layers = self.num_layers - self.n_linear_layers
+        attn = self.attention_params_per_layer() * attn_layers
+        if self.linear is not None:
+            lin = self.linear
+            # in/out projections around the recurrent core; close enough for a size estimate
+            attn += self.n_linear_layers * (h * (lin.conv_dim + lin.num_heads * lin.state_dims[1] + 2 * lin.num_heads)
+                                            + lin.num_heads * lin.state_dims[1] * h)
+        experts = shared = router = 0
+        dense_layers = self.num_layers
+        if self.moe is not None:
+            m = self.moe
+            experts = m.moe_layers * m.num_experts * 3 * h * m.moe_intermediate_size
+            shared = m.moe_layers * 3 * h * m.shared_intermediate_size
+            router = m.moe_layers * h * m.num_experts
+            dense_layers = self.num_layers - m.moe_layers
+        return {"embedding": self.vocab_size * h, "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * h,
+                "attention": attn, "dense_mlp": dense_layers * 3 * h * self.intermediate_size,
+                "experts": experts, "shared_experts": shared, "router": router}
+
+    @property
+    def param_count(self) -> int:
+        return sum(self.param_breakdown().values())
+
+    @property
+    def attention_weight_fraction(self) -> float:
+        """Share of the weights in attention (replicated across DP-attention groups in SGLang)."""
+        b = self.param_breakdown()
+        total = sum(b.values())
+        return b["attention"] / total if total else 0.0

@@ -1,0 +1,101 @@
+"""Rich tables for people. Every row names its scope (per rank / per node / per replica) and unit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.plan import CheckResult
+from kvplan.units import GB, GiB
+
+SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+VERDICT_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow", "ok": "bold white on green"}
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:,.2f} GiB"
+
+
+def _host(n: int) -> str:
+    return f"{n / GB:,.1f} GB ({n / GiB:,.1f} GiB)" if n < 1e12 else f"{n / 1e12:,.2f} TB ({n / GiB:,.0f} GiB)"
+
+
+def render(result: CheckResult, console: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    p, r, n, rep, s = result.plan, result.plan.per_rank, result.plan.per_node, result.plan.per_replica, \
+        result.plan.settings
+    c = p.cluster
+    con.print(f"[bold]kvplan check[/] · {p.engine} {p.engine_version} [dim]({p.version_source})[/] · "
+              f"{p.model['name']} [dim]({p.model['architecture']}, {p.model['attention']})[/]")
+    con.print(f"[dim]{c['gpu']} · {c['gpu_mem_mib']:,} MiB per GPU ({c['gpu_source']}) · "
+              f"{c['gpus_per_node']} GPUs per node × {c['nodes']} node(s) · host {c['host_mem_gib']:,} GiB "
+              f"({c['host_mem_source']})[/]")
+
+    t = Table(title=f"Per rank (each of {s.get('world_size', 1)} GPU ranks)", title_justify="left")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_column("how", style="dim")
+    t.add_row("free before weights (P)", _gib(r.baseline_free_bytes), "engine baseline after dist init")
+    t.add_row("weights", _gib(r.weights_bytes), "per rank")
+    if r.mem_fraction_static is not None:
+        t.add_row("mem_fraction_static", f"{r.mem_fraction_static:g}", str(s.get("mem_fraction_static_source")))
+    t.add_row("KV bytes per token", f"{r.kv_bytes_per_token:,} B",
+              f"{s.get('kv_cache_dtype')}, {s.get('kv_heads_per_rank')} KV head(s)/rank, "
+              f"{s.get('layers_per_rank')} layers" + (" · MLA replicated per rank" if p.model.get("is_mla") else ""))
+    t.add_row("KV tokens", f"{r.kv_tokens:,}", f"page size {s.get('page_size')}")
+    if r.swa_tokens is not None:
+        t.add_row("SWA tokens", f"{r.swa_tokens:,}", "sliding-window pool")
+    if r.mamba_slots is not None:
+        t.add_row("Mamba state slots", f"{r.mamba_slots:,}", "requests with recurrent state")
+    t.add_row("KV pool", _gib(r.kv_pool_bytes), "on the GPU, incl. one spare page")
+    t.add_row("max running requests", f"{r.max_running_requests:,}", "per DP worker")
+    t.add_row("outside the static pool", _gib(r.headroom_bytes), "P × (1 − fraction)")
+    t.add_row("  req_to_token table", _gib(r.req_to_token_bytes), f"{s.get('req_to_token_slots')} slots × context")
+    t.add_row("  CUDA graphs", _gib(r.cuda_graph_bytes), "estimate")
+    t.add_row("  left after graphs", _gib(r.headroom_after_graphs_bytes), "for prefill activations")
+    if r.host_kv_bytes:
+        pinned = f", pins {_host(r.host_kv_pinned_bytes)}" if r.host_kv_pinned_bytes != r.host_kv_bytes else ""
+        t.add_row("host KV pool (HiCache)", _host(r.host_kv_bytes),
+                  f"{r.host_kv_tokens:,} tokens, {s['hicache']['sizing']}{pinned}")
+    con.print(t)
+
+    t = Table(title="Per node", title_justify="left")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("GPU ranks of this launch", f"{n.ranks}")
+    if n.host_kv_bytes:
+        over = n.host_kv_bytes > n.host_available_bytes - n.host_reserve_bytes
+        style = "bold red" if over else ""
+        t.add_row("host KV requested (all ranks)", f"[{style}]{_host(n.host_kv_bytes)}[/]" if style else
+                  _host(n.host_kv_bytes))
+        t.add_row("host memory available", _host(n.host_available_bytes))
+        t.add_row("engine host reserve", _gib(n.host_reserve_bytes))
+    if n.shm_bytes is not None and p.cluster.get("host_mem_source", "").startswith("detected"):
+        t.add_row("/dev/shm (this machine)", _gib(n.shm_bytes))
+    con.print(t)
+
+    t = Table(title="Per replica", title_justify="left")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("GPU ranks / DP attention groups", f"{rep.ranks} / {rep.dp_groups}")
+    t.add_row("distinct KV tokens on GPU", f"{rep.kv_tokens:,}")
+    t.add_row(f"requests of {rep.avg_tokens:,} tokens that fit at once", f"{rep.requests_fit:,}")
+    if rep.replicas > 1:
+        t.add_row("replicas in this launch (--dp)", f"{rep.replicas}")
+    con.print(t)
+
+    for f in result.findings:
+        con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
+        con.print(f"         [green]fix:[/] {f.fix}")
+    if result.suggested_command:
+        con.print("\n[bold]suggested command[/]")
+        con.print(result.suggested_command, soft_wrap=True, highlight=False)
+        sp = result.suggested_plan
+        if sp is not None:
+            con.print(f"[dim]→ {sp.per_rank.kv_tokens:,} KV tokens per rank; host KV "
+                      f"{_host(sp.per_node.host_kv_bytes)} per node[/]")
+    for a in p.assumptions:
+        con.print(f"[dim]· {a}[/]")
+    con.print(f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]")

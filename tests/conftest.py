@@ -1,0 +1,32 @@
+"""Shared helpers: run the real CLI in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+INCIDENT_CMD = ["python", "-m", "sglang.launch_server", "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8",
+                "--mem-fraction-static", "0.93", "--enable-hierarchical-cache", "--hicache-size", "300",
+                "--hicache-write-policy", "write_through", "--hicache-io-backend", "kernel", "--trust-remote-code"]
+INCIDENT_HW = ["--gpu", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "--host-mem-gib", "449",
+               "--engine-version", "0.5.9"]
+
+
+def run_cli(args: list[str]) -> tuple[int, str, str]:
+    """Run `python -m kvplan ARGS` as a user would; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check_json(hw: list[str], cmd: list[str]) -> tuple[int, dict]:
+    code, out, err = run_cli(["check", *hw, "--json", "--", *cmd])
+    assert out.strip(), f"no JSON on stdout (exit {code}): {err}"
+    return code, json.loads(out)
+
+
+@pytest.fixture
+def incident() -> tuple[list[str], list[str]]:
+    return list(INCIDENT_HW), list(INCIDENT_CMD)
