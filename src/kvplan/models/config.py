@@ -115,6 +115,16 @@ def _linear(c: dict[str, Any], family: str) -> LinearAttnSpec | None:
 
 def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> ModelSpec:
     """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError."""
+    try:
+        return _spec_from_config(cfg, name, **extra)
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as e:
+        if isinstance(e, KvplanError):
+            raise
+        raise KvplanError(f"{name}: config.json has a field of the wrong type or value ({e})",
+                          "pass the checkpoint's original config.json with --model-config") from None
+
+
+def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise KvplanError(f"{name}: config.json must be a JSON object")
     archs = cfg.get("architectures") or []
@@ -139,6 +149,9 @@ def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> 
     dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype") or "bfloat16")
     quant = top.get("quantization_config") or c.get("quantization_config") or {}
     kv_algo = str(quant.get("kv_cache_quant_algo") or "").upper() if isinstance(quant, dict) else ""
+    kv_scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
+    if isinstance(kv_scheme, dict) and kv_scheme.get("num_bits") == 8 and kv_scheme.get("type") == "float":
+        kv_algo = "FP8"  # compressed-tensors / modelopt checkpoints declare an fp8 KV cache this way
     vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else None
     ctx = int(c.get("max_position_embeddings") or top.get("max_position_embeddings") or 0)
     if ctx <= 0:

@@ -84,17 +84,22 @@ def _mamba_per_slot(model: ModelSpec, args: SGLangArgs, cell: Cell) -> int:
 
 
 def _max_running(tokens: int, ctx: int, args: SGLangArgs, rules: SGLangRules) -> tuple[int, int]:
-    """(max_running_requests per DP worker, req_to_token slots): scheduler.py::init_memory_pools
-    / kv_cache_configurator.py::resolve_max_num_reqs."""
+    """(max_running_requests per DP worker, req_to_token slots).
+
+    <=0.5.9 tp_worker.py / model_runner.py::ModelRunner.initialize: the 2048-4096 estimate sizes req_to_token,
+    an explicit value is used as is (// attn dp); 0.5.10-0.5.13 _resolve_max_num_reqs caps an explicit value at
+    the estimate; 0.5.14+ KVCacheConfigurator.resolve_max_num_reqs caps it at tokens // 2."""
     estimated = min(max(int(tokens / max(ctx, 1) * 512), 2048), 4096)
     if args.max_running_requests:
         user = max(1, args.max_running_requests // args.attn_dp_size)
-        mrr = min(user, tokens // 2) if rules.max_running_caps_at_half_pool else user
-        return max(mrr, 0), max(mrr, 0)
-    if rules.max_running_caps_at_half_pool:
-        mrr = min(estimated, tokens // 2)
+        if rules.max_running_rule == "pool":
+            return user, user
+        mrr = min(user, estimated) if rules.max_running_rule == "cap-estimate" else min(user, tokens // 2)
         return mrr, mrr
-    return min(tokens // 2, estimated), estimated  # <=0.5.9: the estimate sizes req_to_token
+    if rules.max_running_rule == "pool":
+        return min(tokens // 2, estimated), estimated
+    mrr = min(estimated, tokens // 2)
+    return mrr, mrr
 
 
 def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLangRules, version: str,

@@ -18,35 +18,35 @@ NEWEST = "0.5.23"  # newest release read (PyPI, 2026-11-29)
 @dataclass(frozen=True)
 class SGLangRules:
     since: str
-    # HiCache host check (mem_cache/memory_pool_host.py::HostKVCache.__init__ up to 0.5.15;
-    # mem_cache/host_memory.py + hicache_auto_size.py in 0.5.23)
+    # HiCache host check: HostKVCache.__init__ (mem_cache/memory_pool.py -> memory_pool_host.py -> pool_host/base.py)
     host_check: str  # "whole-host-per-rank" | "split-by-ranks" | "split-by-ranks-cgroup"
-    host_pool_pinned_pow2: bool  # <=0.5.3 torch pin_memory=True caching host allocator (inferred)
-    host_tokens_round_down: bool  # 0.4.6 rounded host tokens down to pages; later: up plus one spare page
-    host_must_exceed_device: bool  # <=0.5.9 assert host_tokens > device_tokens
-    hicache_auto_size: bool  # 0.5.23: no ratio/size -> ratio fitted to 0.8 of the per-rank headroom
+    host_pool_pinned_pow2: bool  # torch.empty(pin_memory=True): caching host allocator rounds to 2^k (inferred)
+    host_tokens_round_down: bool  # <=0.5.5: tokens // page * page; 0.5.6+: (tokens // page + 1) * page
+    host_must_exceed_device: bool  # 0.4.4..0.5.14 assert host > device; 0.5.15+ only warns
+    hicache_auto_size: bool  # 0.5.21+: no ratio/size -> ratio fitted to 0.8 of the per-rank budget
     mm_reservation: bool  # 0.5.20+: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) reserved for multimodal models
-    max_running_caps_at_half_pool: bool  # >0.5.9: explicit max_running_requests capped at tokens // 2
+    max_running_rule: str  # "pool" (<=0.5.9) | "cap-estimate" (0.5.10-0.5.13) | "cap-half" (0.5.14+)
     mamba_padding_slot: bool  # 0.5.23: one padding slot in the Mamba state pool
     hicache_log: str  # format of the host-pool log line
 
 
+_OLD_LOG = "Allocating {gb:.2f} GB host memory for hierarchical KV cache."
+_NEW_LOG = "Allocating kv hierarchical KV host pool: {tokens} tokens, {gb:.2f} GB host memory."
+# Boundaries read from the wheels on either side of each change (see tests/sglang/test_defaults.py and the
+# reference notes); between two read wheels the older row applies.
 ROWS: tuple[SGLangRules, ...] = (
-    SGLangRules("0.4.0", "whole-host-per-rank", True, False, True, False, False, False, False,
-                "Allocating {gb:.2f} GB host memory for hierarchical KV cache."),
-    SGLangRules("0.4.7", "whole-host-per-rank", True, False, True, False, False, False, False,
-                "Allocating {gb:.2f} GB host memory for hierarchical KV cache."),
-    SGLangRules("0.5.6", "whole-host-per-rank", False, False, True, False, False, False, False,
-                "Allocating {gb:.2f} GB host memory for hierarchical KV cache."),
-    SGLangRules("0.5.10", "whole-host-per-rank", False, False, False, False, False, True, False,
-                "Allocating {gb:.2f} GB host memory for hierarchical KV cache."),
-    SGLangRules("0.5.20", "split-by-ranks", False, False, False, False, True, True, False,
-                "Allocating kv hierarchical KV host pool: {tokens} tokens, {gb:.2f} GB host memory."),
-    SGLangRules("0.5.23", "split-by-ranks-cgroup", False, False, False, True, True, True, True,
-                "Allocating kv hierarchical KV host pool: {tokens} tokens, {gb:.2f} GB host memory."),
+    SGLangRules("0.4.0", "whole-host-per-rank", True, True, True, False, False, "pool", False, _OLD_LOG),
+    SGLangRules("0.5.6", "whole-host-per-rank", False, False, True, False, False, "pool", False, _OLD_LOG),
+    SGLangRules("0.5.10", "whole-host-per-rank", False, False, True, False, False, "cap-estimate", False, _OLD_LOG),
+    SGLangRules("0.5.14", "whole-host-per-rank", False, False, True, False, False, "cap-half", False, _OLD_LOG),
+    SGLangRules("0.5.15", "whole-host-per-rank", False, False, False, False, False, "cap-half", False, _OLD_LOG),
+    # PR #35540: (available - 10 GiB) // (world_size // nnodes) per rank
+    SGLangRules("0.5.19", "split-by-ranks", False, False, False, False, False, "cap-half", False, _NEW_LOG),
+    SGLangRules("0.5.20", "split-by-ranks", False, False, False, False, True, "cap-half", False, _NEW_LOG),
+    # min(psutil, cgroup headroom) - 10 GiB, split by ranks; hicache_auto_size.py
+    SGLangRules("0.5.21", "split-by-ranks-cgroup", False, False, False, True, True, "cap-half", False, _NEW_LOG),
+    SGLangRules("0.5.23", "split-by-ranks-cgroup", False, False, False, True, True, "cap-half", True, _NEW_LOG),
 )
-# 0.4.6 alone rounded host tokens down (mem_cache/memory_pool_host.py in 0.4.6.post5).
-ROUND_DOWN = ("0.4.6", "0.4.7")
 
 
 def default_version() -> tuple[str, str]:
@@ -66,8 +66,4 @@ def rules_for(version: str) -> SGLangRules:
     for r in ROWS:
         if v >= Version(r.since):
             row = r
-    if Version(ROUND_DOWN[0]) <= v < Version(ROUND_DOWN[1]):
-        from dataclasses import replace
-
-        row = replace(row, host_tokens_round_down=True)
     return row
