@@ -38,13 +38,15 @@ def bytes_per_param(quant: dict[str, Any] | None, dtype_bytes: int) -> dict[str,
         scale = 4 / (block[0] * block[1])  # one fp32 scale per block
         skip = _ignored(quant.get("modules_to_not_convert") or quant.get("ignored_layers") or [])
         return {**base, **{k: 1 + scale for k in LINEAR if k not in skip}}
-    if method == "compressed-tensors":
+    if method in ("compressed-tensors", "modelopt") or (not method and quant.get("config_groups")):
         groups = quant.get("config_groups") or {}
         w = next(iter(groups.values()), {}).get("weights") or {}
         bits, gs = w.get("num_bits"), w.get("group_size")
         if not bits:
             raise KvplanError("compressed-tensors checkpoint without weights.num_bits", "pass --weights-gib")
-        per = bits / 8 + (2 / gs if gs else 0)  # packed weights + one bf16 scale per group
+        # packed weights + one scale per group: bf16 for int groups, fp8 (e4m3) for NVFP4's float groups
+        scale = 1 if (w.get("type") == "float" and bits == 4) else 2
+        per = bits / 8 + (scale / gs if gs else 0)
         skip = _ignored(quant.get("ignore") or [])
         return {**base, **{k: per for k in LINEAR if k not in skip}}
     if method == "mxfp4":  # 4-bit values + one e8m0 scale byte per 32; gpt-oss keeps attention in bf16

@@ -1,0 +1,35 @@
+"""Launch commands as users type them."""
+
+from __future__ import annotations
+
+from kvplan.engines import detect_engine, split_command
+from kvplan.engines.cmdline import rewrite_flags
+from kvplan.engines.sglang.args import FLAGS, parse_sglang
+
+
+def test_env_prefix_equals_and_abbreviations():
+    cmd = split_command("CUDA_VISIBLE_DEVICES=0,1 SGLANG_X=1 python3 -m sglang.launch_server "
+                        "--model=Qwen/Qwen3-8B --tp=2 --mem-frac 0.8 --enable-hicache --hicache-size=20 "
+                        "--some-new-flag value --another-new-flag")
+    assert cmd.env == {"CUDA_VISIBLE_DEVICES": "0,1", "SGLANG_X": "1"}
+    assert detect_engine(cmd).name == "sglang"
+    a = parse_sglang(cmd)
+    assert (a.model_path, a.tp_size, a.mem_fraction_static) == ("Qwen/Qwen3-8B", 2, 0.8)
+    assert a.enable_hierarchical_cache and a.hicache_size == 20.0
+    assert a.unknown_flags == ("--some-new-flag", "--another-new-flag")
+
+
+def test_sglang_serve_and_line_continuations():
+    cmd = split_command(["sglang", "serve", "--model-path", "m", "\\", "--tp", "4"])
+    assert detect_engine(cmd).name == "sglang" and parse_sglang(cmd).tp_size == 4
+
+
+def test_rewrite_keeps_everything_else():
+    cmd = split_command("FOO=1 python -m sglang.launch_server --model-path m --hicache-size=300 --tp 8 --x y")
+    out = rewrite_flags(cmd, {"--hicache-size": "48", "--mem-fraction-static": "0.88", "--hicache-ratio": None},
+                        FLAGS)
+    assert out == ["FOO=1", "python", "-m", "sglang.launch_server", "--model-path", "m", "--hicache-size=48",
+                   "--tp", "8", "--x", "y", "--mem-fraction-static", "0.88"]
+    out = rewrite_flags(split_command("python -m sglang.launch_server --tp 8 --enable-hicache"),
+                        {"--enable-hierarchical-cache": None}, FLAGS)
+    assert out == ["python", "-m", "sglang.launch_server", "--tp", "8"]

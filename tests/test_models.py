@@ -1,0 +1,102 @@
+"""Model architecture from config.json (file, dir, HF cache, catalog) and the embedded catalogs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvplan.errors import KvplanError, UnsupportedModel
+from kvplan.hardware.gpus import lookup_gpu
+from kvplan.models.catalog import catalog_entry, catalog_ids, resolve_model, spec_from_catalog
+from kvplan.models.config import spec_from_config
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+         "intermediate_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+         "vocab_size": 1000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+
+
+def test_every_catalog_entry_loads_and_has_a_source():
+    ids = catalog_ids()
+    assert len(ids) >= 15
+    for i in ids:
+        e = catalog_entry(i)
+        assert e["source"].startswith("https://huggingface.co/"), i
+        assert e.get("read_from"), i
+        spec = spec_from_catalog(e)
+        assert spec.num_layers > 0 and spec.weight_bytes and spec.weight_bytes > 0, i
+
+
+@pytest.mark.parametrize("name, layers, mla", [
+    ("moonshotai/Kimi-K2.5", 61, True), ("kimi-k2.5", 61, True), ("deepseek-ai/DeepSeek-V3", 61, True),
+    ("meta-llama/Llama-3.1-8B-Instruct", 32, False), ("meta-llama/Llama-3.1-405B-Instruct", 126, False),
+])
+def test_catalog_facts(name, layers, mla):
+    spec = resolve_model(name)
+    assert spec.num_layers == layers and spec.is_mla == mla
+    if mla:
+        assert (spec.kv_lora_rank, spec.qk_rope_head_dim) == (512, 64)
+
+
+def test_kimi_k25_is_multimodal_with_nested_text_config():
+    spec = resolve_model("moonshotai/Kimi-K2.5")
+    assert spec.architecture == "KimiK25ForConditionalGeneration"
+    assert spec.is_multimodal and spec.moe and spec.moe.num_experts == 384
+
+
+def test_local_dir_with_safetensors_index(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123456789}}))
+    spec = resolve_model(str(tmp_path))
+    assert spec.weight_bytes == 123456789 and spec.num_kv_heads == 2 and spec.head_dim == 64
+
+
+def test_hf_cache_lookup_offline(tmp_path, monkeypatch):
+    snap = tmp_path / "hub" / "models--acme--tiny-llama" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({**LLAMA, "num_hidden_layers": 7}))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    assert resolve_model("acme/tiny-llama").num_layers == 7
+
+
+def test_estimated_weights_from_config_say_so():
+    spec = spec_from_config(LLAMA, name="x")
+    assert spec.weight_bytes == spec.param_count * 2
+    assert "estimated" in spec.weight_bytes_source
+
+
+def test_layer_kinds():
+    gemma3 = {"architectures": ["Gemma3ForConditionalGeneration"], "vision_config": {"num_hidden_layers": 27,
+              "hidden_size": 1152}, "text_config": {"model_type": "gemma3_text", "hidden_size": 640,
+              "num_hidden_layers": 12, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+              "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": 32768,
+              "sliding_window": 512, "sliding_window_pattern": 6}}
+    s = spec_from_config(gemma3, name="g")
+    assert s.layer_kinds.count("full") == 2 and s.n_swa_layers == 10 and s.is_multimodal
+    mistral = {**LLAMA, "architectures": ["MistralForCausalLM"], "model_type": "mistral", "sliding_window": 4096}
+    assert spec_from_config(mistral).n_swa_layers == 4
+
+
+def test_unsupported_and_incomplete():
+    with pytest.raises(UnsupportedModel, match="unsupported architecture"):
+        spec_from_config({**LLAMA, "architectures": ["RWKV7ForCausalLM"]})
+    with pytest.raises(KvplanError, match="num_hidden_layers"):
+        spec_from_config({k: v for k, v in LLAMA.items() if k != "num_hidden_layers"})
+    with pytest.raises(KvplanError, match="kv_lora_rank"):
+        spec_from_config({**LLAMA, "architectures": ["DeepseekV3ForCausalLM"], "v_head_dim": 128})
+
+
+@pytest.mark.parametrize("name, mib", [
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 97887), ("rtx-pro-6000", 97887), ("h100", 81559),
+    ("NVIDIA H100 80GB HBM3", 81559), ("nvidia h200", 143771), ("l40s", 46068), ("a100", 81920),
+    ("A100-40GB", 40960), ("rtx-4090", 24564), ("mi300x", 196592),
+])
+def test_gpu_catalog(name, mib):
+    assert lookup_gpu(name).total_mib == mib
+
+
+def test_required_gpus_present():
+    for alias in ("a100-40gb", "a100", "h100-pcie", "h100", "h100-nvl", "h200", "h20", "b200", "gb200", "l40s",
+                  "l4", "a10g", "rtx-4090", "rtx-5090", "rtx-pro-6000", "mi300x", "mi325x"):
+        assert lookup_gpu(alias).total_mib > 10_000, alias
