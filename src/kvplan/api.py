@@ -8,7 +8,7 @@ from dataclasses import fields
 from typing import Any
 
 from kvplan.options import PlanOptions
-from kvplan.plan import CheckResult
+from kvplan.result import CheckResult
 
 
 def _options(kw: dict[str, Any]) -> PlanOptions:

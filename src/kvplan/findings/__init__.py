@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kvplan.plan import Finding, Plan
+from kvplan.result import Finding, Plan
 
 RULES = ("kv_pool_empty", "host_oversubscribed", "host_check_blind", "hicache_smaller_than_device",
          "gpu_headroom_low", "context_exceeds_pool", "hicache_prefix_only", "mla_replicated_kv",

@@ -4,7 +4,7 @@ SGLang caps max_req_len at the pool size (``max_req_len = min(context_len - 1, t
 from __future__ import annotations
 
 from kvplan.findings import Context
-from kvplan.plan import Finding
+from kvplan.result import Finding
 
 ID = "context-exceeds-pool"
 

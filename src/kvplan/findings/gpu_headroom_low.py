@@ -7,7 +7,7 @@ import math
 
 from kvplan.engines.sglang.calibration import RECOMMENDED_AVAIL
 from kvplan.findings import Context
-from kvplan.plan import Finding
+from kvplan.result import Finding
 from kvplan.units import GiB
 
 ID = "gpu-headroom-low"

@@ -6,7 +6,7 @@ protocol" (error); later versions only warn that L2 effectiveness is reduced."""
 from __future__ import annotations
 
 from kvplan.findings import Context
-from kvplan.plan import Finding
+from kvplan.result import Finding
 
 ID = "hicache-smaller-than-device"
 

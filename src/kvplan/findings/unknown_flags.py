@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.findings import Context
-from kvplan.plan import Finding
+from kvplan.result import Finding
 
 ID = "unknown-flags"
 

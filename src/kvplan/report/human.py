@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.plan import CheckResult
+from kvplan.result import CheckResult
 from kvplan.units import GB, GiB
 
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

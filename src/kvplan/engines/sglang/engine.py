@@ -12,7 +12,7 @@ from kvplan.engines.sglang.memory import plan_gpu
 from kvplan.engines.sglang.rules import default_version, rules_for
 from kvplan.errors import KvplanError
 from kvplan.options import PlanOptions
-from kvplan.plan import NodePlan, Plan, RankPlan, ReplicaPlan
+from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 from kvplan.units import GiB
 
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2")
