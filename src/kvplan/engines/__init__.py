@@ -24,7 +24,7 @@ class Engine(Protocol):
     def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str: ...
 
 
-ENGINES: dict[str, str] = {"sglang": "kvplan.engines.sglang.engine:ENGINE"}
+ENGINES: dict[str, str] = {"sglang": "kvplan.engines.sglang.engine:ENGINE", "vllm": "kvplan.engines.vllm.engine:ENGINE"}
 
 
 def get_engine(name: str) -> Engine:
@@ -42,4 +42,5 @@ def detect_engine(cmd: LaunchCommand) -> Engine:
             return eng
     prog = " ".join(cmd.program) or cmd.text()
     raise KvplanError(f"not a known engine launch command: {prog!r}",
-                      "expected `python -m sglang.launch_server ...` or `sglang serve ...`")
+                      "expected `python -m sglang.launch_server ...`, `sglang serve ...`, `vllm serve MODEL ...` or "
+                      "`python -m vllm.entrypoints.openai.api_server --model ...`")

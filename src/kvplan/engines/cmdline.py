@@ -115,14 +115,15 @@ def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True)
     i = 0
     while i < len(args):
         tok = args[i]
-        if not tok.startswith("--") or tok == "--":
+        short = tok.startswith("-") and not tok.startswith("--") and tok.partition("=")[0] in table  # e.g. -tp 8
+        if (not tok.startswith("--") and not short) or tok == "--":
             out.positionals.append(tok)
             i += 1
             continue
         name, eq, inline = tok.partition("=")
         norm = name if name in table else name.replace("_", "-")  # vllm also accepts underscores
         flag = table.get(norm)
-        if flag is None and abbrev:
+        if flag is None and abbrev and not short:
             cands = {table[n].key: table[n] for n in names if n.startswith(norm)}
             if len(cands) == 1:
                 flag = next(iter(cands.values()))

@@ -11,7 +11,7 @@ ID = "context-exceeds-pool"
 
 def check(ctx: Context) -> list[Finding]:
     r, ctx_len = ctx.plan.per_rank, int(ctx.plan.settings.get("context_len") or 0)
-    if r.kv_tokens == 0 or r.kv_tokens >= ctx_len:
+    if ctx.plan.engine != "sglang" or r.kv_tokens == 0 or r.kv_tokens >= ctx_len:
         return []
     msg = (f"per rank (= per DP group): the GPU pool holds {r.kv_tokens:,} tokens, less than one request of the "
            f"context length {ctx_len:,}; requests longer than {r.kv_tokens - 1:,} tokens are rejected")

@@ -1,4 +1,4 @@
-"""kv-pool-empty (error): at this fraction the weights leave no GPU memory for the KV pool."""
+"""kv-pool-empty (error): the weights (and everything else outside the KV cache) leave no room for KV."""
 
 from __future__ import annotations
 
@@ -12,9 +12,15 @@ ID = "kv-pool-empty"
 
 
 def check(ctx: Context) -> list[Finding]:
-    r = ctx.plan.per_rank
+    r, s = ctx.plan.per_rank, ctx.plan.settings
     if r.kv_tokens > 0:
         return []
+    if ctx.plan.engine == "vllm":
+        budget = s.get("kv_budget_bytes_per_rank") or 0
+        msg = (f"per rank: {budget / GiB:,.2f} GiB left for the KV cache ({s.get('kv_budget_source')}); weights take "
+               f"{r.weights_bytes / GiB:,.2f} GiB per rank; vLLM fails with 'No available memory for the cache blocks'")
+        return [Finding(ID, "error", msg, "use more GPUs (--tensor-parallel-size / --pipeline-parallel-size), a larger "
+                        "GPU, or a smaller/quantized checkpoint")]
     p, w = r.baseline_free_bytes, r.weights_bytes
     mfs = r.mem_fraction_static
     # sglang raises "Raise --mem-fraction-static above <1 - F/P rounded up>" (F = P - weights)

@@ -19,8 +19,11 @@ def check(ctx: Context) -> list[Finding]:
            f"{r.kv_tokens:,} tokens ({r.kv_bytes_per_token:,} B/token per rank), so the replica holds "
            f"{rep.kv_tokens:,} distinct tokens, not {tp}×")
     fix = "consider --enable-dp-attention (DP attention: each rank keeps its own requests)"
+    if p.engine == "vllm":
+        fix = (f"vLLM: --data-parallel-size {tp} --enable-expert-parallel instead of TP {tp} (each DP rank holds "
+               "its own requests; about the same KV per rank, so the replica holds up to that many times more)")
     flags: dict[str, str | None] = {}
-    if ctx.replan is not None and r.kv_tokens:
+    if ctx.replan is not None and r.kv_tokens and p.engine == "sglang":
         tp_size = int(p.settings.get("tp_size") or tp)
         try:
             alt = ctx.replan(enable_dp_attention=True, dp_size=tp_size)

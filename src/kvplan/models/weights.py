@@ -64,3 +64,26 @@ def bytes_per_param(quant: dict[str, Any] | None, dtype_bytes: int) -> dict[str,
 def estimate_weight_bytes(spec: ModelSpec, quant: dict[str, Any] | None) -> int:
     bpp = bytes_per_param(quant, spec.dtype_bytes)
     return int(sum(n * bpp[k] for k, n in spec.param_breakdown().items()))
+
+
+def weights_per_rank(model: ModelSpec, tp: int, pp: int = 1, attn_tp: int | None = None,
+                     override_gib: float | None = None) -> tuple[int, str]:
+    """Weight bytes on one rank: the checkpoint split over TP × PP; attention weights split only over the
+    attention-TP group (SGLang DP attention replicates them across DP groups)."""
+    from kvplan.units import GiB
+
+    if override_gib is not None:
+        if override_gib < 0:
+            raise KvplanError(f"--weights-gib must be >= 0, got {override_gib}")
+        return int(override_gib * GiB), "--weights-gib (per rank)"
+    total, src = model.weight_bytes, model.weight_bytes_source or "checkpoint"
+    if total is None:
+        raise KvplanError(f"{model.name}: weight size of a {model.quant_method or model.dtype} checkpoint is unknown",
+                          "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")
+    if model.num_nextn_predict_layers and not src.startswith("estimated"):
+        # MTP/NextN layers ship in the checkpoint but are loaded only for speculative decoding.
+        total -= int(total * model.num_nextn_predict_layers / (model.num_layers + model.num_nextn_predict_layers))
+        src += ", minus NextN layers"
+    attn = model.attention_weight_fraction
+    per_rank = (total * attn / (attn_tp or tp) + total * (1 - attn) / tp) / pp
+    return int(per_rank), src

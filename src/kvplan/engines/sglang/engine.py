@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from kvplan.engines.cmdline import LaunchCommand
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
-from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, plan_host
+from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
 from kvplan.engines.sglang.rules import default_version, rules_for
 from kvplan.errors import KvplanError
@@ -16,6 +16,19 @@ from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 from kvplan.units import GiB
 
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2")
+
+
+def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules) -> dict | None:
+    """The largest --hicache-size per rank that fits the node (SGLang 0.5.23's own 0.8 share)."""
+    if not host.enabled:
+        return None
+    size = largest_fitting_size_gb(host_bytes, ranks, rules.host_pool_pinned_pow2)
+    if size <= 0:
+        return {"text": "the host has no room for a host KV tier: drop --enable-hierarchical-cache",
+                "flags": {"--enable-hierarchical-cache": None, "--hicache-size": None, "--hicache-ratio": None}}
+    return {"text": f"--hicache-size {size} (decimal GB per rank: {size} × {ranks} = {size * ranks} GB per node, "
+                    "SGLang 0.5.23's own 0.8 share of the host after its 10 GiB reserve)",
+            "flags": {"--hicache-size": str(size), "--hicache-ratio": None}}
 
 
 class SGLangEngine:
@@ -81,6 +94,7 @@ class SGLangEngine:
                         "engine_check_passes": host.engine_check_passes,
                         "pinned_pow2": rules.host_pool_pinned_pow2,
                         "host_must_exceed_device": rules.host_must_exceed_device},
+            "host_sizing": host.sizing, "host_fix": _host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             "unknown_flags": list(args.unknown_flags), "unmodeled": list(args.unmodeled),
             "model_path": args.model_path, "world_size": args.world_size,
         }

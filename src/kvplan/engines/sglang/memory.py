@@ -19,6 +19,7 @@ from kvplan.engines.sglang.rules import SGLangRules
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
+from kvplan.models.weights import weights_per_rank
 from kvplan.units import GiB, MiB
 
 
@@ -55,26 +56,6 @@ class GpuPool:
     @property
     def headroom_after_graphs_bytes(self) -> int:
         return self.headroom_after_pools_bytes - self.graph_bytes
-
-
-def weights_per_rank(model: ModelSpec, args: SGLangArgs, override_gib: float | None) -> tuple[int, str]:
-    """Weight bytes on one rank: the checkpoint split over TP×PP; attention replicated across DP groups."""
-    if override_gib is not None:
-        if override_gib < 0:
-            raise KvplanError(f"--weights-gib must be >= 0, got {override_gib}")
-        return int(override_gib * GiB), "--weights-gib (per rank)"
-    total, src = model.weight_bytes, model.weight_bytes_source or "checkpoint"
-    if total is None:
-        raise KvplanError(f"{model.name}: weight size of a {model.quant_method or model.dtype} checkpoint is unknown",
-                          "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")
-    if model.num_nextn_predict_layers:
-        # MTP/NextN layers ship in the checkpoint but are loaded only for speculative decoding.
-        per_layer = model.param_count / max(1, model.num_layers)
-        total -= int(total * model.num_nextn_predict_layers * per_layer / model.param_count)
-        src += ", minus NextN layers"
-    attn = model.attention_weight_fraction
-    per_rank = (total * attn / args.attn_tp_size + total * (1 - attn) / args.tp_size) / args.pp_size
-    return int(per_rank), src
 
 
 def _mamba_per_slot(model: ModelSpec, args: SGLangArgs, cell: Cell) -> int:
@@ -135,7 +116,7 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
         notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank: GPU total minus "
                      f"{cal.baseline_overhead_bytes(ranks_node) / GiB:.2f} GiB CUDA context and NCCL buffers "
                      "(calibrated on real logs; --free-gib sets it)")
-    w_bytes, w_src = weights_per_rank(model, args, weights_gib)
+    w_bytes, w_src = weights_per_rank(model, args.tp_size, args.pp_size, args.attn_tp_size, weights_gib)
     notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
     slack = int(p_bytes * (1 - mfs))
     mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0

@@ -1,0 +1,118 @@
+"""Host memory a vLLM launch pins: three meanings of "host KV size".
+
+- ``--kv-offloading-size`` native (0.14+): GiB **in total per engine**, split over the TP × PP workers
+  (``v1/kv_offload/cpu/spec.py``; chunk = round_up(bytes_per_block × world_size, 4096), num_chunks = floor);
+  a /dev/shm region from 0.27. With ``--kv-offloading-backend lmcache``: size / (TP × PP) into LMCache's
+  per-rank ``max_local_cpu_size`` (0.14–0.21), ignored by the LMCache MP server (0.24+).
+- LMCache in-process (``LMCacheConnectorV1``): ``max_local_cpu_size`` GiB **per rank** (default 5.0), eager and
+  pinned; MLA stores on rank 0 only (``save_only_first_rank``); torch's pinned allocator (fallback when
+  ``lmcache.cuda_ops`` does not load) rounds size + 4 KiB up to a power of two (LMCache 0.5.6).
+- ``--cpu-offload-gb`` GiB of weights **per GPU**, pinned (observed up to ~1.9×: vLLM #56410).
+- ``--swap-space`` GiB per GPU: pinned CPU blocks in V0; V1 allocates nothing; removed in 0.18.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from kvplan.engines.vllm.args import VLLMArgs
+from kvplan.units import GiB
+
+LMCACHE_DEFAULT_GIB = 5.0  # lmcache/v1/config.py max_local_cpu_size default
+LMCACHE_CHUNK = 256
+CPU_OFFLOAD_PIN_FACTOR = 1.9  # vllm issue #56410 "uses ~1.9x the host memory it asks for"
+
+
+def pow2(n: int) -> int:
+    return 1 << math.ceil(math.log2(n)) if n > 0 else 0
+
+
+@dataclass(frozen=True)
+class HostTier:
+    name: str  # kv-offloading-native | lmcache | cpu-offload | swap-space
+    flag: str  # the flag or env var the user sets
+    meaning: str  # scope of the user's number, in words
+    per_rank_bytes: tuple[int, ...]  # requested, per rank of one node (rank 0 first)
+    pinned_per_rank_bytes: tuple[int, ...]  # what the allocator pins (worst case where it may round)
+    tokens_per_rank: int | None = None
+    notes: tuple[str, ...] = ()
+    shm_bytes: int = 0  # /dev/shm region this tier needs on the node
+    fix: dict = field(default_factory=dict)  # how to size it: {"flag": ..., "unit_bytes": ..., "scope": ...}
+
+    @property
+    def node_bytes(self) -> int:
+        return sum(self.pinned_per_rank_bytes)
+
+
+def _lmcache_size_gib(args: VLLMArgs) -> tuple[float, str]:
+    extra = (args.kv_transfer_config or {}).get("kv_connector_extra_config") or {}
+    for key in ("lmcache.max_local_cpu_size", "max_local_cpu_size"):
+        if key in extra:
+            return float(extra[key]), f"kv_connector_extra_config {key}"
+    if "LMCACHE_MAX_LOCAL_CPU_SIZE" in args.env:
+        return float(args.env["LMCACHE_MAX_LOCAL_CPU_SIZE"]), "LMCACHE_MAX_LOCAL_CPU_SIZE"
+    return LMCACHE_DEFAULT_GIB, "LMCache default max_local_cpu_size"
+
+
+def lmcache_tier(args: VLLMArgs, ranks_node: int, is_mla: bool, chunk_bytes_per_token: int, size_gib: float,
+                 source: str) -> HostTier:
+    size = int(size_gib * GiB)
+    layerwise = args.env.get("LMCACHE_USE_LAYERWISE", "").lower() in ("1", "true")
+    first_only = is_mla and not layerwise and args.env.get("LMCACHE_SAVE_ONLY_FIRST_RANK", "true").lower() != "false"
+    per_rank = tuple(size if (r == 0 or not first_only) else 0 for r in range(ranks_node))
+    pinned = tuple(pow2(b + 4096) if b else 0 for b in per_rank)
+    notes = [f"{source} = {size_gib:g} GiB per rank (LMCache multiplies by 1024^3), allocated eagerly and pinned"]
+    if first_only:
+        notes.append("MLA: save_only_first_rank, so only rank 0 builds the CPU pool (LMCache cache_engine.post_init)")
+    notes.append("pinned worst case: torch's pinned allocator rounds size + 4 KiB up to a power of two when "
+                 "lmcache.cuda_ops does not load (LMCache 0.5.6 mem_alloc.alloc_pinned_ptr)")
+    tokens = (size // (chunk_bytes_per_token * LMCACHE_CHUNK)) * LMCACHE_CHUNK if chunk_bytes_per_token else None
+    return HostTier("lmcache", "LMCACHE_MAX_LOCAL_CPU_SIZE", "GiB per rank (LMCache)", per_rank, pinned, tokens,
+                    tuple(notes), fix={"env": "LMCACHE_MAX_LOCAL_CPU_SIZE", "unit": GiB, "per": "rank",
+                                       "ranks": 1 if first_only else ranks_node, "pow2": True})
+
+
+def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ranks_node: int,
+                mla_replicated: bool) -> HostTier:
+    total = int(args.kv_offloading_size * GiB)
+    world = args.world_size
+    copies = 1 if mla_replicated else world
+    align = getattr(rules, "native_offload_chunk_align", 4096) or 1
+    chunk = -(-bytes_per_block * copies // align) * align
+    chunks = total // chunk if chunk else 0
+    per_rank_share = chunks * bytes_per_block  # each rank owns its slot of every chunk row
+    per_rank = tuple(per_rank_share for _ in range(min(ranks_node, world)))
+    notes = [f"--kv-offloading-size {args.kv_offloading_size:g} GiB is the total for one engine, split over "
+             f"{world} workers: {chunks:,} chunks × {chunk:,} B, {chunks * block_size:,} CPU tokens"]
+    shm = 0
+    if getattr(rules, "native_offload_pinned_pow2", False):
+        pinned = tuple(pow2(b) for b in per_rank)
+        notes.append("pinned per worker with torch pin_memory (rounded up to powers of two; vLLM #53042: 1.92×)")
+    else:
+        pinned = per_rank
+    if getattr(rules, "native_offload_shm", False):
+        shm = chunks * chunk
+        notes.append(f"one /dev/shm region of {shm / GiB:,.1f} GiB (vllm_offload_<engine>.mmap); a container "
+                     "needs --shm-size or --ipc=host at least that large")
+    return HostTier("kv-offloading-native", "--kv-offloading-size", "GiB in total per engine (all TP×PP ranks)",
+                    per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm,
+                    fix={"flag": "--kv-offloading-size", "unit": GiB, "per": "engine", "ranks": 1, "pow2": False})
+
+
+def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
+    b = int(args.cpu_offload_gb * GiB)
+    pinned = int(b * CPU_OFFLOAD_PIN_FACTOR)
+    return HostTier("cpu-offload", "--cpu-offload-gb", "GiB of weights per GPU", (b,) * ranks_node,
+                    (pinned,) * ranks_node, None,
+                    ("weights offloaded to pinned host memory; host RSS observed up to ~1.9× the request "
+                     "(vLLM #56410, torch's pinned allocator)",),
+                    fix={"flag": "--cpu-offload-gb", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})
+
+
+def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier:
+    b = int(args.swap_space * GiB)
+    blocks = b // bytes_per_block if bytes_per_block else 0
+    return HostTier("swap-space", "--swap-space", "GiB per GPU (V0 pinned CPU blocks)", (b,) * ranks_node,
+                    (b,) * ranks_node, None, (f"V0: {blocks:,} CPU blocks per worker",),
+                    fix={"flag": "--swap-space", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})

@@ -1,0 +1,29 @@
+"""gpu-util-startup-fail (error): vLLM requests ceil(total × gpu_memory_utilization) per GPU and refuses to
+start when less than that is free at startup (v1/worker/utils.py::request_memory)."""
+
+from __future__ import annotations
+
+import math
+
+from kvplan.findings import Context
+from kvplan.result import Finding
+from kvplan.units import GiB
+
+ID = "gpu-util-startup-fail"
+CONTEXT_BYTES = int(0.6 * GiB)  # CUDA context + NCCL + cuBLAS before the snapshot (estimate; the notes say 'a few
+# hundred MiB to several GiB')
+
+
+def check(ctx: Context) -> list[Finding]:
+    p, s = ctx.plan, ctx.plan.settings
+    req = s.get("requested_bytes_per_rank")
+    if p.engine != "vllm" or not req or s.get("platform") != "cuda":
+        return []
+    total = p.cluster["gpu_mem_mib"] * 2**20 - int(0.45 * GiB)
+    free = total - CONTEXT_BYTES
+    if req <= free:
+        return []
+    gmu = math.floor(free / total * 100) / 100
+    return [Finding(ID, "error", f"per GPU: vLLM requests {req / GiB:.2f} GiB (utilization {s['gpu_memory_utilization']}"
+                    f" × {total / GiB:.2f} GiB) but only about {free / GiB:.2f} GiB is free after the CUDA context",
+                    f"--gpu-memory-utilization {gmu}", {"--gpu-memory-utilization": f"{gmu}"})]
