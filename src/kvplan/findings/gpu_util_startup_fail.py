@@ -24,6 +24,7 @@ def check(ctx: Context) -> list[Finding]:
     if req <= free:
         return []
     gmu = math.floor(free / total * 100) / 100
-    return [Finding(ID, "error", f"per GPU: vLLM requests {req / GiB:.2f} GiB (utilization {s['gpu_memory_utilization']}"
+    util = s["gpu_memory_utilization"]
+    return [Finding(ID, "error", f"per GPU: vLLM requests {req / GiB:.2f} GiB (utilization {util}"
                     f" × {total / GiB:.2f} GiB) but only about {free / GiB:.2f} GiB is free after the CUDA context",
                     f"--gpu-memory-utilization {gmu}", {"--gpu-memory-utilization": f"{gmu}"})]

@@ -145,8 +145,9 @@ class VLLMEngine:
         usable = max(0, cap.num_blocks - 1)  # block 0 is the null block
         avg_blocks = -(-options.avg_tokens // block) * layout.num_groups
         fit = min(usable // avg_blocks if avg_blocks else 0, seqs)
-        replica = ReplicaPlan(ranks=args.world_size, dp_groups=1, kv_tokens=cap.kv_tokens, avg_tokens=options.avg_tokens,
-                              requests_fit=fit, max_running_requests=seqs, replicas=args.data_parallel_size,
+        replica = ReplicaPlan(ranks=args.world_size, dp_groups=1, kv_tokens=cap.kv_tokens,
+                              avg_tokens=options.avg_tokens, requests_fit=fit, max_running_requests=seqs,
+                              replicas=args.data_parallel_size,
                               max_concurrency=cap.max_concurrency)
         settings: dict[str, Any] = {
             "platform": "cpu" if args.is_cpu else "cuda", "gpu_memory_utilization": gmu,
@@ -160,7 +161,8 @@ class VLLMEngine:
             "data_parallel_size": args.data_parallel_size, "context_len": max_len,
             "kv_heads_per_rank": 1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
             "layers_per_rank": max(len(s) for s in stages), "attn_tp_size": args.tensor_parallel_size,
-            "host_tiers": [{"name": t.name, "flag": t.flag, "meaning": t.meaning, "per_rank_bytes": list(t.per_rank_bytes),
+            "host_tiers": [{"name": t.name, "flag": t.flag, "meaning": t.meaning,
+                            "per_rank_bytes": list(t.per_rank_bytes),
                             "pinned_per_rank_bytes": list(t.pinned_per_rank_bytes), "node_bytes": t.node_bytes,
                             "tokens_per_rank": t.tokens_per_rank, "shm_bytes": t.shm_bytes, "notes": list(t.notes),
                             "fix": t.fix} for t in tiers],

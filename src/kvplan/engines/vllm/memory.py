@@ -102,7 +102,8 @@ def budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster | None, gmu: float
         if args.kv_cache_memory_bytes:
             return Budget(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes", True, weights_bytes=weights_bytes)
         raise KvplanError("vLLM-CPU sizes an automatic KV cache from NUMA node-0 memory minus the worker's RSS, "
-                          "which cannot be known before launch", "set VLLM_CPU_KVCACHE_SPACE=GiB or --kv-cache-memory-bytes")
+                          "which cannot be known before launch",
+                          "set VLLM_CPU_KVCACHE_SPACE=GiB or --kv-cache-memory-bytes")
     if args.kv_cache_memory_bytes and kv_memory_flag:
         return Budget(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes (per GPU)", True,
                       weights_bytes=weights_bytes)
