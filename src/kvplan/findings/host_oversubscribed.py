@@ -25,9 +25,12 @@ def check(ctx: Context) -> list[Finding]:
                      f"({s.get('host_sizing', '')}, per rank, not a total)")
     for t in s.get("host_tiers", []):
         ranks = sum(1 for b in t["pinned_per_rank_bytes"] if b)
-        each = max(t["pinned_per_rank_bytes"]) if t["pinned_per_rank_bytes"] else 0
-        parts.append(f"{t['flag']} ({t['meaning']}): {ranks} rank(s) × {each / GiB:,.1f} GiB pinned = "
-                     f"{t['node_bytes'] / GiB:,.1f} GiB")
+        asked = max(t["per_rank_bytes"], default=0)
+        each = max(t["pinned_per_rank_bytes"], default=0)
+        pinned = f", pinned up to {each / GiB:,.1f} GiB" if each != asked else ""
+        shared = " (one region shared by the node's ranks)" if t.get("shared") else f" on {ranks} rank(s)"
+        parts.append(f"{t['flag']}={asked / GiB:,.1f} GiB ({t['meaning']}){pinned}{shared} -> "
+                     f"{t['node_bytes'] / GiB:,.1f} GiB on the node")
     msg = (f"per node: {'; '.join(parts)}; total {n.host_kv_bytes / 1e12:.2f} TB ({n.host_kv_bytes / GiB:,.0f} GiB) "
            f"but the node has {n.host_available_bytes / GiB:,.0f} GiB available ({n.host_available_source}) and "
            f"{n.host_reserve_bytes / GiB:.0f} GiB stays free for the OS")

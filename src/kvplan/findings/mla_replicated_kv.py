@@ -12,7 +12,7 @@ ID = "mla-replicated-kv"
 def check(ctx: Context) -> list[Finding]:
     p = ctx.plan
     tp = int(p.settings.get("attn_tp_size") or 1)
-    if not p.model.get("is_mla") or tp < 2:
+    if not p.model.get("is_mla") or tp < 2 or not p.per_rank.kv_tokens:
         return []
     r, rep = p.per_rank, p.per_replica
     msg = (f"MLA KV is not sharded by TP: each of the {tp} ranks of an attention group stores the same "

@@ -77,7 +77,8 @@ def _layer_kinds(c: dict[str, Any], n: int, family: str, model_type: str) -> tup
     if model_type == "gemma2":  # HF Gemma2: even layers slide
         return tuple("swa" if i % 2 == 0 else "full" for i in range(n))
     if model_type in ("gemma3", "gemma3_text"):  # HF Gemma3: every pattern-th layer is global
-        pat = int(c.get("sliding_window_pattern") or HF_DEFAULTS["gemma3_text"]["sliding_window_pattern"])
+        pat = int(c.get("sliding_window_pattern") or c.get("_sliding_window_pattern")
+                  or HF_DEFAULTS["gemma3_text"]["sliding_window_pattern"])
         return tuple("full" if (i + 1) % pat == 0 else "swa" for i in range(n))
     if c.get("sliding_window") and model_type in ("mistral", "mixtral") and c.get("use_sliding_window", True):
         return ("swa",) * n

@@ -165,6 +165,7 @@ class VLLMEngine:
                             "per_rank_bytes": list(t.per_rank_bytes),
                             "pinned_per_rank_bytes": list(t.pinned_per_rank_bytes), "node_bytes": t.node_bytes,
                             "tokens_per_rank": t.tokens_per_rank, "shm_bytes": t.shm_bytes, "notes": list(t.notes),
+                            "shared": t.shared_bytes is not None,
                             "fix": t.fix} for t in tiers],
             "host_fix": _host_fix(tiers, cluster.host_mem_bytes),
             "swap_space": rules.swap_space, "flags_given": list(args.flags_given),

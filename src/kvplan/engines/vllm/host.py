@@ -39,10 +39,11 @@ class HostTier:
     notes: tuple[str, ...] = ()
     shm_bytes: int = 0  # /dev/shm region this tier needs on the node
     fix: dict = field(default_factory=dict)  # how to size it: {"flag": ..., "unit_bytes": ..., "scope": ...}
+    shared_bytes: int | None = None  # one region shared by the node's ranks (counted once, not per rank)
 
     @property
     def node_bytes(self) -> int:
-        return sum(self.pinned_per_rank_bytes)
+        return self.shared_bytes if self.shared_bytes is not None else sum(self.pinned_per_rank_bytes)
 
 
 def _lmcache_size_gib(args: VLLMArgs) -> tuple[float, str]:
@@ -77,26 +78,31 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
                 mla_replicated: bool) -> HostTier:
     total = int(args.kv_offloading_size * GiB)
     world = args.world_size
-    copies = 1 if mla_replicated else world
+    copies = 1 if mla_replicated else world  # MLA replicated layout keeps one copy for all TP ranks
     align = getattr(rules, "native_offload_chunk_align", 4096) or 1
     chunk = -(-bytes_per_block * copies // align) * align
     chunks = total // chunk if chunk else 0
-    per_rank_share = chunks * bytes_per_block  # each rank owns its slot of every chunk row
-    per_rank = tuple(per_rank_share for _ in range(min(ranks_node, world)))
+    region = chunks * chunk
+    slot = chunks * bytes_per_block  # each rank's slot of every chunk row (the whole row when replicated)
+    ranks = min(ranks_node, world)
     notes = [f"--kv-offloading-size {args.kv_offloading_size:g} GiB is the total for one engine, split over "
-             f"{world} workers: {chunks:,} chunks × {chunk:,} B, {chunks * block_size:,} CPU tokens"]
-    shm = 0
-    if getattr(rules, "native_offload_pinned_pow2", False):
+             f"{world} workers: {chunks:,} chunks × {chunk:,} B = {region / GiB:,.1f} GiB, "
+             f"{chunks * block_size:,} CPU tokens" + (" (MLA: one copy shared by all TP ranks)" if copies == 1 else "")]
+    shm, shared = 0, None
+    if getattr(rules, "native_offload_shm", False):
+        shm = shared = region
+        per_rank = (region if copies == 1 else slot,) * ranks
+        pinned = per_rank
+        notes.append(f"one /dev/shm region of {region / GiB:,.1f} GiB (vllm_offload_<engine>.mmap) shared by the "
+                     "node's workers; a container needs --shm-size or --ipc=host at least that large")
+    elif getattr(rules, "native_offload_pinned_pow2", False):
+        per_rank = (slot,) * ranks
         pinned = tuple(pow2(b) for b in per_rank)
         notes.append("pinned per worker with torch pin_memory (rounded up to powers of two; vLLM #53042: 1.92×)")
     else:
-        pinned = per_rank
-    if getattr(rules, "native_offload_shm", False):
-        shm = chunks * chunk
-        notes.append(f"one /dev/shm region of {shm / GiB:,.1f} GiB (vllm_offload_<engine>.mmap); a container "
-                     "needs --shm-size or --ipc=host at least that large")
+        per_rank = pinned = (slot,) * ranks
     return HostTier("kv-offloading-native", "--kv-offloading-size", "GiB in total per engine (all TP×PP ranks)",
-                    per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm,
+                    per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm, shared_bytes=shared,
                     fix={"flag": "--kv-offloading-size", "unit": GiB, "per": "engine", "ranks": 1, "pow2": False})
 
 
