@@ -17,3 +17,4 @@ class PlanOptions:
     weights_gib: float | None = None  # per rank
     free_gib: float | None = None  # per rank, free GPU memory before weights load
     avg_tokens: int = 4096  # prompt + output tokens of a typical request
+    kv_memory_gib: float | None = None  # per rank, KV memory as a vLLM startup log printed it (replaces profiling)

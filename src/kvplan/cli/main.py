@@ -31,6 +31,8 @@ def _hardware_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--weights-gib", type=float, help="weights per rank in GiB (overrides the checkpoint size)")
     g.add_argument("--free-gib", type=float,
                    help="free GPU memory per rank before weights load, GiB (e.g. from a log's 'Load weight begin')")
+    g.add_argument("--kv-memory-gib", type=float,
+                   help="vLLM: KV memory per rank as a startup log printed it ('Available KV cache memory: X GiB')")
     g.add_argument("--avg-tokens", type=int, default=4096, help="tokens per request (prompt+output), default 4096")
     g.add_argument("--json", action="store_true", help="print one JSON object (stable schema)")
 
@@ -38,7 +40,8 @@ def _hardware_options(p: argparse.ArgumentParser) -> None:
 def _opts(a: argparse.Namespace) -> dict:
     return {"gpu": a.gpu, "gpu_mem_mib": a.gpu_mem_mib, "gpus_per_node": a.gpus_per_node, "nodes": a.nodes,
             "host_mem_gib": a.host_mem_gib, "engine_version": a.engine_version, "model_config": a.model_config,
-            "weights_gib": a.weights_gib, "free_gib": a.free_gib, "avg_tokens": a.avg_tokens}
+            "weights_gib": a.weights_gib, "free_gib": a.free_gib, "avg_tokens": a.avg_tokens,
+            "kv_memory_gib": a.kv_memory_gib}
 
 
 def build_parser() -> argparse.ArgumentParser:

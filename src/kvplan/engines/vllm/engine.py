@@ -119,7 +119,7 @@ class VLLMEngine:
         notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
         b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
-                   rules.kv_cache_memory_bytes_flag, options.free_gib)
+                   rules.kv_cache_memory_bytes_flag, options.kv_memory_gib)
         notes.extend(b.notes)
         mnbt, seqs = _default_batched_tokens(args, cluster.gpu_mem_mib, cluster.gpu_name, max_len, model.is_mla)
         batches = args.pipeline_parallel_size if args.is_cpu else (2 if args.pipeline_parallel_size == 1

@@ -93,7 +93,12 @@ class Budget:
 
 
 def budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster | None, gmu: float, cudagraph_default: bool,
-           weights_bytes: int, kv_memory_flag: bool, free_gib: float | None = None) -> Budget:
+           weights_bytes: int, kv_memory_flag: bool, kv_memory_gib: float | None = None) -> Budget:
+    if kv_memory_gib is not None:
+        if kv_memory_gib < 0:
+            raise KvplanError(f"--kv-memory-gib must be >= 0, got {kv_memory_gib}")
+        return Budget(int(kv_memory_gib * GiB), f"--kv-memory-gib {kv_memory_gib:g} (per rank, from a log)", True,
+                      weights_bytes=weights_bytes)
     if args.is_cpu:
         space = args.env.get("VLLM_CPU_KVCACHE_SPACE")
         if space:  # integer GiB; overrides --kv-cache-memory-bytes (set after CLI parsing)
