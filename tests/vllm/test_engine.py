@@ -135,3 +135,33 @@ def test_max_model_len_unfit():
 def test_cpu_auto_size_is_refused():
     with pytest.raises(KvplanError, match="VLLM_CPU_KVCACHE_SPACE"):
         check([*API, str(TINY / "llama_gqa"), "--device", "cpu"], engine_version="0.32.0", host_mem_gib=24)
+
+
+def test_gpu_util_startup_fail():
+    base = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+    ok = check([*base, "--gpu-memory-utilization", "0.9"], gpu="h100", host_mem_gib=256, engine_version="0.33.0")
+    assert "gpu-util-startup-fail" not in {f.id for f in ok.findings}
+    bad = check([*base, "--gpu-memory-utilization", "1.0"], gpu="h100", host_mem_gib=256, engine_version="0.33.0")
+    f = next(f for f in bad.findings if f.id == "gpu-util-startup-fail")
+    assert f.severity == "error" and "--gpu-memory-utilization" in (bad.suggested_command or "")
+
+
+def test_default_utilization_by_version():
+    base = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+    assert check(base, gpu="h100", host_mem_gib=64, engine_version="0.18.0").plan.settings[
+        "gpu_memory_utilization"] == 0.9
+    assert check(base, gpu="h100", host_mem_gib=64, engine_version="0.33.0").plan.settings[
+        "gpu_memory_utilization"] == 0.92
+
+
+def test_vllm_serve_parsing_forms():
+    r = check(["CUDA_VISIBLE_DEVICES=0,1", "vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-tp=2",
+               "--max_model_len=8192", "--kv-cache-memory-bytes=40G", "--some-future-flag", "x"],
+              gpu="h100", host_mem_gib=256, engine_version="0.33.0")
+    s = r.plan.settings
+    assert s["tensor_parallel_size"] == 2 and s["max_model_len"] == 8192
+    assert s["kv_budget_bytes_per_rank"] == 40 * 2**30 and s["kv_budget_exact"]
+    assert "--some-future-flag" in s["unknown_flags"]
+    # Llama-3.1-70B at TP2: 4 KV heads per rank × 256 × 2 B × 16 tokens × 80 layers per block
+    assert s["bytes_per_block"] == 4 * 256 * 2 * 16 * 80
+    assert r.plan.per_rank.kv_blocks == 40 * 2**30 // s["bytes_per_block"]
