@@ -100,3 +100,45 @@ def test_required_gpus_present():
     for alias in ("a100-40gb", "a100", "h100-pcie", "h100", "h100-nvl", "h200", "h20", "b200", "gb200", "l40s",
                   "l4", "a10g", "rtx-4090", "rtx-5090", "rtx-pro-6000", "mi300x", "mi325x"):
         assert lookup_gpu(alias).total_mib > 10_000, alias
+
+
+@pytest.mark.parametrize("cfg, layers, heads, kv, hd, ctx", [
+    ({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768,
+      "n_positions": 1024, "vocab_size": 50257}, 12, 12, 12, 64, 1024),
+    ({"architectures": ["OPTForCausalLM"], "model_type": "opt", "num_hidden_layers": 12, "num_attention_heads": 12,
+      "hidden_size": 768, "ffn_dim": 3072, "max_position_embeddings": 2048, "vocab_size": 50272}, 12, 12, 12, 64, 2048),
+    ({"architectures": ["FalconForCausalLM"], "model_type": "falcon", "num_hidden_layers": 32,
+      "num_attention_heads": 71, "hidden_size": 4544, "multi_query": True, "new_decoder_architecture": False,
+      "vocab_size": 65024}, 32, 71, 1, 64, 2048),
+    ({"architectures": ["FalconForCausalLM"], "model_type": "falcon", "num_hidden_layers": 60,
+      "num_attention_heads": 128, "hidden_size": 8192, "num_kv_heads": 8, "new_decoder_architecture": True,
+      "vocab_size": 65024}, 60, 128, 8, 64, 2048),
+    ({"architectures": ["GPTBigCodeForCausalLM"], "model_type": "gpt_bigcode", "n_layer": 40, "n_head": 48,
+      "n_embd": 6144, "multi_query": True, "n_positions": 8192, "vocab_size": 49152}, 40, 48, 1, 128, 8192),
+])
+def test_older_config_field_names(cfg, layers, heads, kv, hd, ctx):
+    s = spec_from_config(cfg, name="x")
+    assert (s.num_layers, s.num_attention_heads, s.num_kv_heads, s.head_dim, s.context_len) == (layers, heads, kv, hd,
+                                                                                                 ctx)
+
+
+def test_derived_max_len_follows_vllm():
+    from kvplan.models.config import derived_max_len
+
+    assert derived_max_len({"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 4}}) == 16384
+    assert derived_max_len({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3",
+                                                                                "factor": 8.0}}) == 131072
+    yarn = {"type": "yarn", "factor": 40}
+    assert derived_max_len({"max_position_embeddings": 163840, "rope_scaling": yarn}) == 163840
+    assert derived_max_len({"max_position_embeddings": 8192, "seq_length": 4096}) == 4096
+    assert derived_max_len({"max_position_embeddings": 8192, "model_max_length": 16384}) == 16384
+    assert derived_max_len({"hidden_size": 4}) is None
+
+
+def test_tokenizer_model_max_length_caps_vllm(tmp_path):
+    from kvplan import check
+
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 1024}))
+    r = check(["VLLM_CPU_KVCACHE_SPACE=1", "vllm", "serve", str(tmp_path)], engine_version="0.32.0", host_mem_gib=8)
+    assert r.plan.settings["max_model_len"] == 1024

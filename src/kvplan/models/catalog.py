@@ -75,10 +75,20 @@ def spec_from_catalog(entry: dict[str, Any]) -> ModelSpec:
                             weight_bytes_source=entry.get("weight_bytes_source"), source=entry.get("source"))
 
 
+def _tokenizer_max_len(cfg_path: Path) -> int | None:
+    tok = cfg_path.parent / "tokenizer_config.json"
+    try:
+        val = json.loads(tok.read_text(encoding="utf-8")).get("model_max_length")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(val) if isinstance(val, (int, float)) and not isinstance(val, bool) and 0 < val < 1e12 else None
+
+
 def _spec_from_file(path: Path | str, name: str) -> ModelSpec:
     cfg, cfg_path = read_config_file(path)
     wb, wsrc = checkpoint_weight_bytes(cfg_path)
-    return spec_from_config(cfg, name=name, weight_bytes=wb, weight_bytes_source=wsrc, source=str(cfg_path))
+    return spec_from_config(cfg, name=name, weight_bytes=wb, weight_bytes_source=wsrc, source=str(cfg_path),
+                            tokenizer_max_len=_tokenizer_max_len(cfg_path))
 
 
 def resolve_model(model: str | None, model_config: str | None = None) -> ModelSpec:

@@ -28,7 +28,40 @@ ARCHITECTURES: dict[str, str] = {
     "DeepseekV2ForCausalLM": "mla", "DeepseekV3ForCausalLM": "mla", "KimiK25ForConditionalGeneration": "mla",
     "KimiVLForConditionalGeneration": "mla",
     "Qwen3NextForCausalLM": "gdn",
+    "GPT2LMHeadModel": "mha", "OPTForCausalLM": "mha", "GPTNeoXForCausalLM": "mha", "FalconForCausalLM": "mha",
+    "BloomForCausalLM": "mha", "PhiForCausalLM": "mha", "GPTBigCodeForCausalLM": "mha", "StableLmForCausalLM": "mha",
+    "GPTJForCausalLM": "mha", "CohereForCausalLM": "mha", "ExaoneForCausalLM": "mha", "Qwen2_5OmniModel": "mha",
 }
+
+# Older configs name the same facts differently (transformers' attribute_map for each model type).
+FIELD_ALIASES = {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_embd": "hidden_size",
+                 "n_inner": "intermediate_size", "ffn_dim": "intermediate_size",
+                 "n_positions": "max_position_embeddings"}
+# vLLM's derive_max_model_len_and_key (transformers_utils/model_arch_config_convertor.py): the smallest of these.
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+NO_ROPE_FACTOR = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+def derived_max_len(c: dict[str, Any]) -> int | None:
+    """The context length vLLM derives from a text config (config/model.py::_get_and_verify_max_len):
+    the smallest known length key (model_max_length wins), times the RoPE factor of scaling types that stretch
+    the context (not llama3/yarn/longrope; not Gemma3)."""
+    vals = [c[k] for k in MAX_LEN_KEYS if isinstance(c.get(k), (int, float)) and not isinstance(c.get(k), bool)]
+    if not vals:
+        return None
+    length = float(c["model_max_length"]) if isinstance(c.get("model_max_length"), (int, float)) else min(vals)
+    rope = c.get("rope_scaling") or c.get("rope_parameters")
+    if isinstance(rope, dict) and "gemma3" not in str(c.get("model_type", "")):
+        params = [rope] if "rope_type" in rope or "type" in rope or "factor" in rope else \
+            [v for v in rope.values() if isinstance(v, dict)]
+        factor = 1.0
+        for rp in params:
+            kind = rp.get("rope_type") or rp.get("type") or "default"
+            if kind not in NO_ROPE_FACTOR and rp.get("factor"):
+                factor = float(rp["factor"])
+        length *= factor
+    return int(length)
 
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
 
@@ -139,6 +172,9 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
                                "kvplan models: " + ", ".join(sorted(ARCHITECTURES)))
     top = cfg
     c = dict(_text_part(cfg))
+    for old, new in FIELD_ALIASES.items():
+        if old in c and new not in c:
+            c[new] = c[old]
     model_type = str(c.get("model_type") or top.get("model_type") or "")
     for k, v in HF_DEFAULTS.get(model_type, {}).items():
         c.setdefault(k, v)
@@ -146,6 +182,11 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
     hidden = _req(c, "hidden_size", name)
     heads = _req(c, "num_attention_heads", name)
     kv_heads = int(c.get("num_key_value_heads") or heads)
+    if arch in ("FalconForCausalLM", "GPTBigCodeForCausalLM"):  # vLLM get_total_num_kv_heads
+        if c.get("new_decoder_architecture"):
+            kv_heads = int(c.get("num_kv_heads") or heads)
+        elif c.get("multi_query"):
+            kv_heads = 1
     head_dim = int(c.get("head_dim") or hidden // heads)
     dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype") or "bfloat16")
     quant = top.get("quantization_config") or c.get("quantization_config") or {}
@@ -154,9 +195,7 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
     if isinstance(kv_scheme, dict) and kv_scheme.get("num_bits") == 8 and kv_scheme.get("type") == "float":
         kv_algo = "FP8"  # compressed-tensors / modelopt checkpoints declare an fp8 KV cache this way
     vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else None
-    ctx = int(c.get("max_position_embeddings") or top.get("max_position_embeddings") or 0)
-    if ctx <= 0:
-        raise KvplanError(f"{name}: config has no 'max_position_embeddings'", "pass --context-length")
+    ctx = derived_max_len(c) or derived_max_len(top) or 2048  # engines assume 2048 when no key says (vLLM warns)
     common = dict(
         name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden,
         vocab_size=_req(c, "vocab_size", name), num_attention_heads=heads, context_len=ctx, dtype=dtype,

@@ -77,6 +77,7 @@ class ModelSpec:
     vit_layers: int | None = None
     vit_hidden: int | None = None
     num_nextn_predict_layers: int = 0
+    tokenizer_max_len: int | None = None  # tokenizer_config.json model_max_length (vLLM caps max_model_len by it)
     weight_bytes: int | None = None  # whole checkpoint, all ranks together
     weight_bytes_source: str | None = None
     source: str | None = None

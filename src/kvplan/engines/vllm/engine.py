@@ -106,7 +106,8 @@ class VLLMEngine:
         else:
             cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
                                       options.host_mem_gib, world_size=args.world_size)
-        max_len = args.max_model_len or model.context_len
+        # config/model.py::_get_and_verify_max_len: the derived length, capped by the tokenizer's model_max_length
+        max_len = args.max_model_len or min(model.context_len, model.tokenizer_max_len or model.context_len)
         if args.is_cpu and model.is_mla:
             block, bsrc = 16, "CPU MLA backend forces 16 (platforms/cpu.py)"
         elif args.block_size:
