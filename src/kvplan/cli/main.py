@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--page-size", type=int)
     pl.add_argument("--hicache-size", type=float, help="decimal GB per rank (enables HiCache)")
     pl.add_argument("--hicache-ratio", type=float, help="host/device token ratio (enables HiCache)")
+    ex = sub.add_parser("explain", help="reconcile a real startup log with the plan: kvplan explain LOG [-- command]",
+                        description="Read an SGLang or vLLM startup log, rebuild the launch, and show, rank by rank, "
+                        "what the log says next to what kvplan computes. The command after -- fills in flags the log "
+                        "does not show.")
+    ex.add_argument("log", help="the engine's startup log")
+    _hardware_options(ex)
     sub.add_parser("gpus", help="list the GPU catalog")
     sub.add_parser("models", help="list the embedded model catalog")
     return parser
@@ -124,6 +130,19 @@ def _run(argv: list[str]) -> int:
         return 0
     from kvplan import api
 
+    if a.cmd == "explain":
+        from kvplan.explain import explain
+
+        opts = {k: v for k, v in _opts(a).items() if v is not None}
+        opts.setdefault("host_mem_gib", 1024.0)  # a log's host is not this machine; only HiCache pools need it
+        res = explain(a.log, command or None, **opts)
+        if a.json:
+            print(json.dumps(res.to_dict(), indent=2))
+        else:
+            from kvplan.report.explain import render_explain
+
+            render_explain(res)
+        return 0
     if a.cmd == "check":
         opts = _opts(a)
         if a.example:

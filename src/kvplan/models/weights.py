@@ -87,3 +87,12 @@ def weights_per_rank(model: ModelSpec, tp: int, pp: int = 1, attn_tp: int | None
     attn = model.attention_weight_fraction
     per_rank = (total * attn / (attn_tp or tp) + total * (1 - attn) / tp) / pp
     return int(per_rank), src
+
+
+def checkpoint_weights(model, tp: int, pp: int, attn_tp: int | None = None) -> int | None:
+    """Weights per rank from the checkpoint alone (no override), or None when unknown: what a log's
+    weight figure is compared with."""
+    try:
+        return weights_per_rank(model, tp, pp, attn_tp)[0]
+    except KvplanError:
+        return None

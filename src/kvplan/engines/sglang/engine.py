@@ -11,6 +11,7 @@ from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_
 from kvplan.engines.sglang.memory import plan_gpu
 from kvplan.engines.sglang.rules import default_version, rules_for
 from kvplan.errors import KvplanError
+from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 from kvplan.units import GiB
@@ -97,6 +98,8 @@ class SGLangEngine:
             "host_sizing": host.sizing, "host_fix": _host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             "unknown_flags": list(args.unknown_flags), "unmodeled": list(args.unmodeled),
             "model_path": args.model_path, "world_size": args.world_size,
+            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tp_size, args.pp_size,
+                                                                    args.attn_tp_size),
         }
         model_d = {"name": model.name, "architecture": model.architecture, "attention": model.attention_kind,
                    "layers": model.num_layers, "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,

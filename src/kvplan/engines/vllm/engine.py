@@ -13,6 +13,7 @@ from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
 from kvplan.errors import KvplanError
+from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 from kvplan.units import GiB
@@ -180,6 +181,8 @@ class VLLMEngine:
             "swap_space": rules.swap_space, "flags_given": list(args.flags_given),
             "unknown_flags": list(args.unknown_flags), "unmodeled": [], "world_size": args.world_size,
             "model_path": args.model, "engine_rules": {"capacity_formula": rules.capacity_formula},
+            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tensor_parallel_size,
+                                                                    args.pipeline_parallel_size),
         }
         model_d = {"name": model.name, "architecture": model.architecture, "attention": model.attention_kind,
                    "layers": model.num_layers, "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,

@@ -1,0 +1,158 @@
+"""Fidelity of kvplan on real logs: run ``explain`` over every case of ../shared/logcorpus and compare the
+KV token count each log printed with kvplan's prediction.
+
+    python benchmarks/fidelity.py [--corpus DIR] [--json]
+
+Prints one row per case (case, engine, version, model, observed tokens, predicted, error %) and a last line
+``fidelity: N cases, X % within 0.5 %, Y % within 1 %, Z unsupported``. A case is unsupported when its log lacks
+a token count, kvplan cannot identify its model or GPU, or the plan refuses it (the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "logcorpus"
+VERSION_RE = re.compile(r"\b(?:v)?(0\.\d+\.\d+(?:\.post\d+|\.\d+)?)\b")
+
+
+def _gpu(case: dict) -> dict:
+    from kvplan.errors import KvplanError
+    from kvplan.hardware.gpus import lookup_gpu
+
+    name = str(case.get("gpu") or "")
+    for cand in (name, re.sub(r"\s*\(.*?\)", "", name), name.split(",")[0]):
+        try:
+            return {"gpu": lookup_gpu(cand).name} if cand else {}
+        except KvplanError:
+            continue
+    m = re.search(r"(\d+(?:\.\d+)?)\s*GiB", str(case.get("gpu_total_mem") or ""))
+    if m:
+        return {"gpu_mem_mib": int(float(m.group(1)) * 1024)}
+    return {"gpu": "h100"}  # only the default-fraction heuristic and graph estimates use it when the log has P
+
+
+def _command(case: dict) -> list[str] | None:
+    """The case's launch command when it is one; else the engine's launcher with the case's model and args
+    (what a user adds after -- for flags the log does not show)."""
+    cmd = str(case.get("command") or "")
+    from kvplan.models.catalog import catalog_entry
+
+    entry = catalog_entry(str(case.get("model") or ""))
+    if not re.match(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)", cmd):
+        if entry is None:
+            return None
+        a = case.get("args") or {}
+        if case["engine"] == "sglang":
+            argv = ["python", "-m", "sglang.launch_server", "--model-path", entry["id"]]
+            for k, flag in (("tp_size", "--tp"), ("dp_size", "--dp"), ("pp_size", "--pp"),
+                            ("mem_fraction_static", "--mem-fraction-static"), ("kv_cache_dtype", "--kv-cache-dtype"),
+                            ("page_size", "--page-size"), ("context_length", "--context-length")):
+                if isinstance(a.get(k), (int, float)) and not isinstance(a.get(k), bool):
+                    argv += [flag, str(a[k])]
+            return argv
+        argv = ["vllm", "serve", entry["id"]]
+        for k, flag in (("tp_size", "-tp"), ("pp_size", "-pp"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
+                        ("max_model_len", "--max-model-len"), ("block_size", "--block-size"),
+                        ("kv_cache_dtype", "--kv-cache-dtype")):
+            if isinstance(a.get(k), (int, float, str)) and not isinstance(a.get(k), bool) and \
+                    not str(a.get(k)).startswith("default"):
+                argv += [flag, str(a[k])]
+        return argv
+    if re.match(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)", cmd):
+        import shlex
+
+        try:
+            return shlex.split(cmd.replace("\\\n", " "))
+        except ValueError:
+            return None
+    return None
+
+
+def run_case(case: dict, corpus: Path) -> dict:
+    from kvplan.errors import KvplanError
+    from kvplan.explain import explain
+    from kvplan.models.catalog import catalog_entry
+
+    row = {"id": case["id"], "engine": case["engine"], "model": case.get("model"), "observed": None,
+           "predicted": None, "error_pct": None, "reason": None}
+    m = VERSION_RE.search(str(case.get("engine_version") or ""))
+    opts = {**_gpu(case), "host_mem_gib": 2048.0}
+    if m:
+        opts["engine_version"] = m.group(1)
+    row["version"] = opts.get("engine_version", "?")
+    model = str(case.get("model") or "")
+    if catalog_entry(model) is None:
+        row["reason"] = f"model {model!r} not in the catalog (pass --model-config)"
+    try:
+        res = explain(str(corpus / case["raw_file"]), _command(case), **opts)
+    except KvplanError as e:
+        row["reason"] = str(e)
+        return row
+    obs = res.observed().get("kv_tokens")
+    row["observed"] = obs
+    if res.check is None:
+        row["reason"] = row["reason"] or res.unsupported
+        return row
+    pred = res.to_dict()["predicted"].get("kv_tokens")
+    row["predicted"] = pred
+    if obs:
+        row["error_pct"] = round((pred - obs) / obs * 100, 3)
+        row["reason"] = None
+        if res.missing:  # the log lacks figures the computation needs: an estimate, not a reproduction
+            row["estimated"] = True
+            row["reason"] = "estimated; the log lacks: " + "; ".join(m.split(" (")[0] for m in res.missing)
+    else:
+        row["reason"] = "the log prints no KV token count"
+    return row
+
+
+def run(corpus: Path) -> list[dict]:
+    cases = [json.loads(x) for x in (corpus / "cases.jsonl").read_text().splitlines() if x.strip()]
+    return [run_case(c, corpus) for c in cases]
+
+
+def supported(rows: list[dict]) -> list[dict]:
+    """Cases whose log carries every figure the computation needs (and a KV token count to compare)."""
+    return [r for r in rows if r["error_pct"] is not None and not r.get("estimated")]
+
+
+def summary(rows: list[dict]) -> str:
+    done = supported(rows)
+    n = len(done)
+    est = sum(1 for r in rows if r.get("estimated"))
+    w05 = sum(1 for r in done if abs(r["error_pct"]) <= 0.5)
+    w1 = sum(1 for r in done if abs(r["error_pct"]) <= 1.0)
+    pct = (lambda k: f"{100 * k / n:.0f} %") if n else (lambda k: "n/a")
+    return (f"fidelity: {len(rows)} cases, {pct(w05)} within 0.5 %, {pct(w1)} within 1 %, "
+            f"{len(rows) - n - est} unsupported (+{est} estimated: the log lacks an input; {n} reproduced)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = run(Path(a.corpus))
+    if a.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        head = f"{'case':<48} {'engine':<7} {'version':<12} {'observed':>10} {'predicted':>10} {'error %':>8}"
+        print(head + "  model / reason")
+        for r in rows:
+            err = "" if r["error_pct"] is None else f"{r['error_pct']:+.3f}"
+            tail = r["model"] if r["reason"] is None else f"{r['model']} — {r['reason']}"
+            print(f"{r['id'][:48]:<48} {r['engine']:<7} {str(r['version'])[:12]:<12} {str(r['observed'] or ''):>10} "
+                  f"{str(r['predicted'] or ''):>10} {err:>8}  {tail}")
+    print(summary(rows))
+
+
+if __name__ == "__main__":
+    main()
