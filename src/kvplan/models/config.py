@@ -64,6 +64,8 @@ def derived_max_len(c: dict[str, Any]) -> int | None:
     return int(length)
 
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
+# transformers' Qwen2/Qwen3 configs drop sliding_window unless use_sliding_window is set
+QWEN_GATED_SWA = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next")
 
 # Defaults that transformers' config classes apply when config.json omits a key (cited per model_type).
 HF_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -113,11 +115,13 @@ def _layer_kinds(c: dict[str, Any], n: int, family: str, model_type: str) -> tup
         pat = int(c.get("sliding_window_pattern") or c.get("_sliding_window_pattern")
                   or HF_DEFAULTS["gemma3_text"]["sliding_window_pattern"])
         return tuple("full" if (i + 1) % pat == 0 else "swa" for i in range(n))
-    if c.get("sliding_window") and model_type in ("mistral", "mixtral") and c.get("use_sliding_window", True):
-        return ("swa",) * n
     if c.get("use_sliding_window") and c.get("sliding_window"):
         mwl = int(c.get("max_window_layers") or n)
         return tuple("full" if i < mwl else "swa" for i in range(n))  # HF Qwen2: layers >= max_window_layers slide
+    if c.get("sliding_window") and c.get("use_sliding_window") is not False and model_type not in QWEN_GATED_SWA:
+        # no layer_types: vLLM puts cache_config.sliding_window on every layer (arg_utils.create_engine_config,
+        # Attention.__init__) - Mistral, Phi-3, Starcoder2 ...; SGLang keeps full-length KV for them anyway
+        return ("swa",) * n
     return ("full",) * n
 
 
