@@ -67,3 +67,36 @@ def test_fidelity_harness_no_regression():
         assert r["error_pct"] is not None and not r.get("estimated"), (case_id, r["reason"])
         assert abs(r["error_pct"]) <= abs(err) + 0.01, (case_id, r["error_pct"], err)
     assert fidelity.summary(rows).startswith(f"fidelity: {len(rows)} cases")
+
+
+def test_version_from_format_hints():
+    from kvplan.explain import _version_from_hint
+
+    assert _version_from_hint("<=0.5.15 (ServerArgs dump); <=0.4.3 (Load weight end without mem usage)") == "0.4.3"
+    assert _version_from_hint("0.5.15+ (KV line has dtype:)") == "0.5.15"
+    assert _version_from_hint("V1 0.10–0.27 (two-line KV size)") == "0.27"
+    assert _version_from_hint("") is None
+
+
+def test_explain_streams_a_large_log_in_bounded_memory(tmp_path):
+    # 60 MB of serving lines after a real startup log: the result is the same and memory stays small
+    src = (RAW / "sglang-docs-llama31-8b-80gb-v041.txt").read_text()
+    line = ("[2025-08-11 17:20:00 TP0] Decode batch. #running-req: 233, #token: 370959, token usage: 0.82, "
+            "cuda graph: True, gen throughput (token/s): 4594.01, #queue-req: 317\n")
+    p = tmp_path / "big.log"
+    with p.open("w") as f:
+        f.write(src)
+        for _ in range(400):
+            f.write(line * 1000)
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = subprocess.run([sys.executable, "-m", "kvplan", "explain", str(p), "--json", "--gpu", "h100",
+                          "--engine-version", "0.4.1", "--model-config",
+                          str(ROOT / "tests" / "data" / "llama31_8b_config.json")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["observed"]["kv_tokens"] == 444500
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert max(peak_kib, before) < 200 * 1024  # well under 200 MB for a 60 MB log

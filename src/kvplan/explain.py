@@ -178,6 +178,10 @@ def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> 
     version, vsrc = _version(facts, opts.pop("engine_version", None))
     missing: list[str] = []
     opts.update(_observed_inputs(facts, missing))
+    if facts.engine == "sglang" and "mem_fraction_static" not in facts.args and vsrc.startswith("not printed") and not (
+            command and any(str(t).startswith("--mem-fraction-static") for t in command)):
+        missing.append(f"mem_fraction_static (no ServerArgs dump, version unknown): SGLang {version}'s default for "
+                       "this GPU was used; pass --engine-version or the launch command after --")
     try:
         result = api.check(argv, engine_version=version, **{k: v for k, v in opts.items() if v is not None})
     except KvplanError as e:
@@ -196,8 +200,29 @@ def _version(facts: LogFacts, given: str | None) -> tuple[str, str]:
         from kvplan.engines.vllm.rules import NEWEST
     else:
         from kvplan.engines.sglang.rules import NEWEST
-    hint = f" ({facts.version_hint})" if facts.version_hint else ""
-    return NEWEST, f"not printed in the log{hint}; assumed {NEWEST}, pass --engine-version"
+    guess = _version_from_hint(facts.version_hint or "") or NEWEST
+    hint = f" (formats: {facts.version_hint})" if facts.version_hint else ""
+    return guess, f"not printed in the log{hint}; assumed {guess}, pass --engine-version"
+
+
+def _version_from_hint(hint: str) -> str | None:
+    """The newest version every format marker allows: the lowest '<=X' or range end, not below any 'X+'."""
+    import re
+
+    from kvplan.engines.versions import Version
+
+    v = r"(\d+\.\d+(?:\.\d+)?)"
+    uppers = re.findall(r"<=\s*" + v, hint) + re.findall(v + r"\s*[–-]\s*" + v, hint)
+    uppers = [u[1] if isinstance(u, tuple) else u for u in uppers]
+    lowers = re.findall(v + r"\+", hint) + [u[0] for u in re.findall(v + r"\s*[–-]\s*" + v, hint)]
+    try:
+        top = min((Version(u) for u in uppers), default=None)
+        low = max((Version(x) for x in lowers), default=None)
+    except KvplanError:
+        return None
+    if top is not None and (low is None or low <= top):
+        return top.text
+    return low.text if low is not None else None
 
 
 def _observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
