@@ -24,7 +24,8 @@ def test_every_catalog_entry_loads_and_has_a_source():
         assert e["source"].startswith("https://huggingface.co/"), i
         assert e.get("read_from"), i
         spec = spec_from_catalog(e)
-        assert spec.num_layers > 0 and spec.weight_bytes and spec.weight_bytes > 0, i
+        assert spec.num_layers > 0, i
+        assert (spec.weight_bytes or 0) > 0 or e.get("weights_unknown"), i
 
 
 @pytest.mark.parametrize("name, layers, mla", [

@@ -71,8 +71,14 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
 
 
 def spec_from_catalog(entry: dict[str, Any]) -> ModelSpec:
-    return spec_from_config(entry["config"], name=entry["id"], weight_bytes=entry.get("weight_bytes"),
+    spec = spec_from_config(entry["config"], name=entry["id"], weight_bytes=entry.get("weight_bytes"),
                             weight_bytes_source=entry.get("weight_bytes_source"), source=entry.get("source"))
+    if entry.get("weights_unknown") and entry.get("weight_bytes") is None:
+        # the config copy lacks the checkpoint's quantization_config: an estimate would be a wrong number
+        from dataclasses import replace
+
+        spec = replace(spec, weight_bytes=None, weight_bytes_source=None)
+    return spec
 
 
 def _tokenizer_max_len(cfg_path: Path) -> int | None:
