@@ -29,8 +29,10 @@ def _gpu(case: dict) -> dict:
 
     name = str(case.get("gpu") or "")
     for cand in (name, re.sub(r"\s*\(.*?\)", "", name), name.split(",")[0]):
+        if not cand.strip():
+            continue
         try:
-            return {"gpu": lookup_gpu(cand).name} if cand else {}
+            return {"gpu": lookup_gpu(cand).name}
         except KvplanError:
             continue
     m = re.search(r"(\d+(?:\.\d+)?)\s*GiB", str(case.get("gpu_total_mem") or ""))
@@ -45,7 +47,7 @@ def _command(case: dict) -> list[str] | None:
     cmd = str(case.get("command") or "")
     from kvplan.models.catalog import catalog_entry
 
-    entry = catalog_entry(str(case.get("model") or ""))
+    entry = catalog_entry(_model_id(case))
     if not re.match(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)", cmd):
         if entry is None:
             return None
@@ -76,6 +78,11 @@ def _command(case: dict) -> list[str] | None:
     return None
 
 
+def _model_id(case: dict) -> str:
+    """The case's model without the corpus' parenthetical notes ("Qwen/X (Qwen3MoeForCausalLM)" -> "Qwen/X")."""
+    return re.sub(r"\s*\(.*$", "", str(case.get("model") or "")).strip()
+
+
 def run_case(case: dict, corpus: Path) -> dict:
     from kvplan.errors import KvplanError
     from kvplan.explain import explain
@@ -88,13 +95,16 @@ def run_case(case: dict, corpus: Path) -> dict:
     if m:
         opts["engine_version"] = m.group(1)
     row["version"] = opts.get("engine_version", "?")
-    model = str(case.get("model") or "")
+    model = _model_id(case)
     if catalog_entry(model) is None:
         row["reason"] = f"model {model!r} not in the catalog (pass --model-config)"
     try:
         res = explain(str(corpus / case["raw_file"]), _command(case), **opts)
     except KvplanError as e:
         row["reason"] = str(e)
+        return row
+    except Exception as e:  # noqa: BLE001 - a crash is a bug: show it in the table, keep going
+        row["reason"] = f"CRASH {type(e).__name__}: {e}"
         return row
     obs = res.observed().get("kv_tokens")
     row["observed"] = obs

@@ -101,3 +101,15 @@ def test_explain_streams_a_large_log_in_bounded_memory(tmp_path):
     assert json.loads(out.stdout)["observed"]["kv_tokens"] == 444500
     peak_kib = int(out.stderr.rsplit("PEAK ", 1)[1])
     assert peak_kib < 200 * 1024  # well under 200 MB for a 60 MB log
+
+
+@pytest.mark.parametrize("raw", sorted(p.name for p in RAW.glob("*.txt")))
+def test_explain_never_crashes_on_real_logs(raw):
+    from kvplan.errors import KvplanError
+    from kvplan.explain import explain
+
+    try:
+        res = explain(str(RAW / raw), gpu="h100", host_mem_gib=1024)
+    except KvplanError:
+        return
+    res.to_dict()

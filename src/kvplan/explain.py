@@ -250,7 +250,8 @@ def _observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
         return out
     avail = [r.available_kv_gib for r in ranks if r.available_kv_gib is not None]
     if avail:
-        return {"kv_memory_gib": min(avail)}  # the minimum worker sets the block count (rounded to 0.01 GiB)
+        # the minimum worker sets the block count (rounded to 0.01 GiB); a negative figure means no KV at all
+        return {"kv_memory_gib": max(0.0, min(avail))}
     missing.append("KV memory per worker ('Available KV cache memory'): estimated from gpu_memory_utilization minus "
                    "weights, activation peak and CUDA graphs, ±1-2 GiB per rank")
     return {}

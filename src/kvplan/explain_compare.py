@@ -76,9 +76,10 @@ def _vllm(facts: LogFacts, plan: Plan) -> list[Comparison]:
                       "different capacity formula for this version")
         out.append(c)
     if facts.max_concurrency is not None:
+        tol = max(0.006 / facts.max_concurrency if facts.max_concurrency > 0 else 1.0,
+                  slack_blocks / max(r.kv_blocks or 1, 1))
         out.append(Comparison("max_concurrency", "per replica", facts.max_concurrency,
-                              round(rep.max_concurrency or 0, 4), max(0.006 / facts.max_concurrency,
-                                                                      slack_blocks / max(r.kv_blocks or 1, 1))))
+                              round(rep.max_concurrency or 0, 4), tol))
     fr = facts.first_rank()
     if fr is not None and fr.weights_gib is not None:
         ckpt = s.get("checkpoint_weights_bytes_per_rank") or r.weights_bytes

@@ -16,7 +16,9 @@ from kvplan.options import PlanOptions
 from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 from kvplan.units import GiB
 
-MODULES = ("sglang.launch_server", "sglang.launch_server_v2")
+# the benchmark entry points take the same ServerArgs and build the same pools
+MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",
+           "sglang.bench_offline_throughput")
 
 
 def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules) -> dict | None:

@@ -123,8 +123,15 @@ class VLLMEngine:
         stages = layer_specs(model, args, block, kv_bytes)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
-        w_bytes, w_src = weights_per_rank(model, args.tensor_parallel_size, args.pipeline_parallel_size,
-                                          None, options.weights_gib)
+        exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
+                            or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
+        try:
+            w_bytes, w_src = weights_per_rank(model, args.tensor_parallel_size, args.pipeline_parallel_size,
+                                              None, options.weights_gib)
+        except KvplanError:
+            if not exact_budget:
+                raise
+            w_bytes, w_src = 0, "unknown (not needed: the KV memory is given)"
         w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
         notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
