@@ -27,6 +27,13 @@ class LaunchCommand:
     def text(self) -> str:
         return " ".join(shlex.quote(a) for a in self.argv)
 
+    def runs(self, modules: Sequence[str], cli: str) -> bool:
+        """True for ``python -m <one of modules>`` or ``<cli> serve``."""
+        prog = self.program
+        if len(prog) == 3 and prog[1] == "-m":
+            return prog[2] in modules
+        return len(prog) == 2 and prog[0].rsplit("/", 1)[-1] == cli and prog[1] == "serve"
+
 
 def tokenize(command: Sequence[str] | str) -> list[str]:
     """Split a command given as one string or as argv; drop line continuations."""

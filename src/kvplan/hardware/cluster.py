@@ -27,6 +27,12 @@ class Cluster:
     def total_gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
+    def summary(self) -> dict:
+        """The facts a Plan reports about the hardware (JSON-ready)."""
+        return {"gpu": self.gpu_name, "gpu_mem_mib": self.gpu_mem_mib, "gpu_source": self.gpu_source,
+                "gpus_per_node": self.gpus_per_node, "nodes": self.nodes,
+                "host_mem_gib": round(self.host_mem_bytes / GiB, 2), "host_mem_source": self.host_mem_source}
+
 
 def _positive(name: str, value: float | None) -> None:
     if value is not None and not value > 0:

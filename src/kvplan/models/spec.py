@@ -131,6 +131,14 @@ class ModelSpec:
             base += f"+{kind}({self.n_linear_layers}/{self.num_layers})"
         return base
 
+    def summary(self) -> dict:
+        """The facts a Plan reports about the model (JSON-ready)."""
+        return {"name": self.name, "architecture": self.architecture, "attention": self.attention_kind,
+                "layers": self.num_layers, "kv_heads": self.num_kv_heads, "head_dim": self.head_dim,
+                "kv_lora_rank": self.kv_lora_rank or None, "qk_rope_head_dim": self.qk_rope_head_dim or None,
+                "is_mla": self.is_mla, "is_moe": self.moe is not None, "context_len": self.context_len,
+                "weight_bytes": self.weight_bytes, "source": self.source}
+
     # ---- parameters (for weights when total_size is unknown, and for DP-attention sharding) ----
     def attention_params_per_layer(self) -> int:
         h = self.hidden_size

@@ -14,7 +14,6 @@ from kvplan.errors import KvplanError
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
-from kvplan.units import GiB
 
 # the benchmark entry points take the same ServerArgs and build the same pools
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",
@@ -38,10 +37,7 @@ class SGLangEngine:
     name = "sglang"
 
     def matches(self, cmd: LaunchCommand) -> bool:
-        prog = cmd.program
-        if len(prog) == 3 and prog[1] == "-m":
-            return prog[2] in MODULES
-        return len(prog) == 2 and prog[0].rsplit("/", 1)[-1] == "sglang" and prog[1] == "serve"
+        return cmd.runs(MODULES, "sglang")
 
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
@@ -103,17 +99,9 @@ class SGLangEngine:
             "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tp_size, args.pp_size,
                                                                     args.attn_tp_size),
         }
-        model_d = {"name": model.name, "architecture": model.architecture, "attention": model.attention_kind,
-                   "layers": model.num_layers, "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,
-                   "kv_lora_rank": model.kv_lora_rank or None, "qk_rope_head_dim": model.qk_rope_head_dim or None,
-                   "is_mla": model.is_mla, "is_moe": model.moe is not None, "context_len": model.context_len,
-                   "weight_bytes": model.weight_bytes, "source": model.source}
-        cluster_d = {"gpu": cluster.gpu_name, "gpu_mem_mib": cluster.gpu_mem_mib, "gpu_source": cluster.gpu_source,
-                     "gpus_per_node": cluster.gpus_per_node, "nodes": cluster.nodes,
-                     "host_mem_gib": round(cluster.host_mem_bytes / GiB, 2),
-                     "host_mem_source": cluster.host_mem_source}
-        return Plan(engine="sglang", engine_version=version, version_source=vsrc, command=cmd.text(), model=model_d,
-                    cluster=cluster_d, per_rank=rank, per_node=node, per_replica=replica, settings=settings,
+        return Plan(engine="sglang", engine_version=version, version_source=vsrc, command=cmd.text(),
+                    model=model.summary(), cluster=cluster.summary(), per_rank=rank, per_node=node,
+                    per_replica=replica, settings=settings,
                     assumptions=gpu.assumptions)
 
     def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes) -> Plan:

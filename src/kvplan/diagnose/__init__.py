@@ -1,0 +1,20 @@
+"""``kvplan diagnose``: a running server's bottleneck, the evidence, and the levers priced in its own numbers.
+
+stats (log lines -> samples) · metrics (HTTP -> samples) · window (samples -> signals) · rules/ (signals ->
+bottleneck) · context (the launch, planned) · levers + lever_sets (Plans of modified launches, anchored on the
+observed pool) · diagnose (orchestration, JSON) · report (Rich) · cli (argparse).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def diagnose(*args: Any, **kwargs: Any) -> Any:
+    """See kvplan.diagnose.diagnose.diagnose."""
+    from kvplan.diagnose.diagnose import diagnose as _diagnose
+
+    return _diagnose(*args, **kwargs)
+
+
+__all__ = ["diagnose"]

@@ -1,0 +1,138 @@
+"""Which levers each engine has, as LeverSpecs (flags for the command, engine-args changes for the plan).
+
+SGLang: the static fraction raised by 0.03 per step while no error finding (gpu-headroom-low, kv-pool-empty)
+appears; fp8 KV; DP attention for MLA models under plain TP; fewer CUDA-graph batch sizes; a second replica;
+HiCache (prefix reuse only). vLLM: gpu-memory-utilization steps (or a doubled explicit KV size, which is what
+vLLM-CPU and --kv-cache-memory-bytes launches use); fp8 KV; a second replica.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from kvplan.diagnose.levers import GMU_MAX, MAX_STEPS, MFS_MAX, MFS_STEP, LeverSpec, Pricing, _findings
+from kvplan.units import GiB
+
+
+def _steps(p: Pricing, field: str, flag: str, label: str, start: float, top: float, skipped: list[str],
+           note) -> Iterator[LeverSpec]:
+    for k in range(1, MAX_STEPS + 1):
+        x = round(start + MFS_STEP * k, 2)
+        if x > top:
+            break
+        errors = [f for f in _findings(p, p.replan(**{field: x}), {field: x}) if f.endswith("(error)")]
+        if errors:
+            skipped.append(f"{flag} {x:.2f} and above: {errors[0]} (not safe; the steps stop here)")
+            break
+        yield LeverSpec(f"{label} {x:.2f}", {flag: f"{x:.2f}"}, {field: x}, [note(x)])
+
+
+def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
+    cur, s = p.current, p.current.settings
+    mfs, cell, base = s["mem_fraction_static"], cur.per_rank.kv_bytes_per_token, cur.per_rank.baseline_free_bytes
+
+    def mfs_note(x: float) -> str:
+        add = (x - mfs) * base / cell if cell else 0
+        return (f"+{x - mfs:.2f} × baseline P {base / GiB:.2f} GiB per rank / {cell:,} B per token = "
+                f"+{add:,.0f} tokens per rank")
+
+    yield from _steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, MFS_MAX, skipped,
+                      mfs_note)
+    if "fp8" not in str(s.get("kv_cache_dtype")):
+        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"}, {"kv_cache_dtype": "fp8_e4m3"},
+                        ["half the bytes per token; fp8 KV can change outputs: check quality first"])
+    tp, dp = s["tp_size"], s["dp_size"]
+    if cur.model.get("is_mla") and tp > 1 and not s["enable_dp_attention"]:
+        yield LeverSpec("DP attention", {"--enable-dp-attention": "", "--dp-size": str(tp)},
+                        {"enable_dp_attention": True, "dp_size": tp},
+                        [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank "
+                         f"holds its own requests ({tp} pools), attention weights are replicated per rank",
+                         "the per-request decode speed changes with DP attention (not modelled)"])
+    yield from _graphs(p, skipped)
+    two = {"--dp-size": str(dp * 2)} if not s["enable_dp_attention"] else {}
+    yield LeverSpec("2 replicas", two, None,
+                    [f"a second copy on {s['world_size']} more GPUs"
+                     + (" (one launch with --dp-size; SGLang's router spreads requests)" if two else
+                        " (a second launch behind a router)")], replicas=2)
+    if not s["hicache"]["enabled"]:
+        yield _hicache(p)
+
+
+def _graphs(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
+    s, w = p.current.settings, p.window
+    bs = s.get("cuda_graph_max_bs")
+    if not bs or s.get("cuda_graph_estimate") is None or w.running_max is None:
+        return
+    target = max(8, math.ceil(w.running_max * 1.25 / 8) * 8)
+    if target >= bs:
+        return
+    changes: dict = {"cuda_graph_max_bs": target}
+    flags: dict = {"--cuda-graph-max-bs": str(target)}
+    seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s['cuda_graph_estimate']}"
+    notes = [f"captures decode graphs up to {target} (from {bs}; {w.running_max} ran at most); graph memory "
+             f"{seen}", "SGLang sizes the KV pool before capturing graphs: at the same fraction the pool is "
+             "unchanged; the memory freed makes a higher fraction safe"]
+    if s.get("mem_fraction_static_source") == "--mem-fraction-static":
+        try:  # the engine's own default-fraction reserve for both batch sizes
+            d_old = p.replan(mem_fraction_static=None).settings["mem_fraction_static"]
+            d_new = p.replan(mem_fraction_static=None, cuda_graph_max_bs=target).settings["mem_fraction_static"]
+        except Exception as e:  # noqa: BLE001
+            skipped.append(f"cuda-graph-max-bs fraction credit: {e}")
+            d_old = d_new = 0.0
+        gain = round(d_new - d_old, 3)
+        if gain >= 0.005:
+            x = round(s["mem_fraction_static"] + gain, 3)
+            changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:g}"
+            notes.append(f"SGLang's default reserve shrinks by {gain:.3f} of the GPU with the smaller graphs: "
+                         f"the fraction goes up by as much")
+        else:
+            notes.append("SGLang's default reserve does not change with it on this GPU (its floor applies): "
+                         "no KV is credited")
+    yield LeverSpec(f"graphs bs≤{target}", flags, changes, notes)
+
+
+def _hicache(p: Pricing) -> LeverSpec:
+    flags: dict = {"--enable-hierarchical-cache": ""}
+    changes: dict = {"enable_hierarchical_cache": True, "hicache_ratio": 2.0}
+    size = None
+    if p.host_known:
+        fix = (p.replan(**changes).settings.get("host_fix") or {}).get("flags", {})
+        size = fix.get("--hicache-size")
+    if size:
+        flags.update({"--hicache-size": size, "--hicache-ratio": None})
+        changes = {"enable_hierarchical_cache": True, "hicache_size": float(size)}
+    else:
+        flags["--hicache-ratio"] = "2"
+    host = p.replan(**changes).per_rank.host_kv_tokens
+    return LeverSpec("HiCache", flags, changes,
+                     [f"host pool {host:,} tokens per rank extends the prefix cache only: prefix hits can rise, "
+                      "running requests cannot (same device pool)"]
+                     + ([] if size else ["host memory of the server unknown: sized by ratio; check it with "
+                                         "kvplan check --host-mem-gib"]), same_pool=True)
+
+
+def vllm(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
+    s = p.current.settings
+    if not s["kv_budget_exact"] and s["platform"] == "cuda":
+        gmu = s["gpu_memory_utilization"]
+        yield from _steps(p, "gpu_memory_utilization", "--gpu-memory-utilization", "gpu-util", gmu, GMU_MAX, skipped,
+                          lambda x: f"+{x - gmu:.2f} × GPU memory per rank for the KV cache (ceil(total × u))")
+    elif s["kv_budget_exact"] and "--kv-memory-gib" not in s["kv_budget_source"]:
+        args = p.engine.parse(p.cmd)
+        space = args.env.get("VLLM_CPU_KVCACHE_SPACE")
+        note = "needs twice the KV memory free on the device / NUMA node (not checked)"
+        if args.is_cpu and space:
+            new = str(int(space) * 2)
+            yield LeverSpec("KV memory ×2", {"VLLM_CPU_KVCACHE_SPACE": new},
+                            {"env": {**args.env, "VLLM_CPU_KVCACHE_SPACE": new}}, [note])
+        elif args.kv_cache_memory_bytes:
+            new = str(args.kv_cache_memory_bytes * 2)
+            yield LeverSpec("KV memory ×2", {"--kv-cache-memory-bytes": new},
+                            {"kv_cache_memory_bytes": int(new)}, [note])
+    if "fp8" not in str(s.get("kv_cache_dtype")):
+        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8"}, {"kv_cache_dtype": "fp8"},
+                        ["half the bytes per token; fp8 KV can change outputs: check quality first"])
+    dp = s.get("data_parallel_size") or 1
+    yield LeverSpec("2 replicas", {"--data-parallel-size": str(dp * 2)}, None,
+                    [f"a second engine on {s['world_size']} more GPU(s) (--data-parallel-size)"], replicas=2)

@@ -1,0 +1,127 @@
+"""The diagnosis after an abort: which phase, which signal, the numbers (with units and scope), the plan's likely
+cause and the fix. The cause comes from the preflight's findings when one matches the abort reason, else from the
+plan itself (e.g. a vLLM-CPU KV cache, which lives in host memory), else from the reason alone."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from kvplan.units import GiB
+
+RELATED = {
+    "host-memory": ("host-oversubscribed", "host-check-blind", "shm-too-small", "unmodeled-memory"),
+    "stall": ("host-oversubscribed", "host-check-blind", "unmodeled-memory"),
+    "gpu-memory": ("kv-pool-empty", "gpu-headroom-low", "gpu-util-startup-fail", "max-model-len-unfit"),
+    "rank-died": ("gpu-headroom-low", "kv-pool-empty", "shm-too-small", "host-oversubscribed"),
+    "ready-timeout": ("host-oversubscribed", "gpu-headroom-low", "gpu-util-startup-fail", "kv-pool-empty"),
+}
+GENERIC = {
+    "host-memory": ("the launch needed more host memory than it may use, and the plan does not account for it",
+                    "shrink the host-side pools (HiCache / KV offloading / CPU KV cache), or raise --host-budget-gib "
+                    "if the host really has the room"),
+    "stall": ("a silent allocation (pinning a large host pool) or a hang while memory kept growing",
+              "shrink the host-side pools, or raise --stall-timeout if this phase is known to be slow and silent"),
+    "gpu-memory": ("the GPU pools leave too little free memory", "lower --mem-fraction-static (SGLang) or "
+                   "--gpu-memory-utilization (vLLM)"),
+    "rank-died": ("a rank process died (often the OOM killer or a crash); its peers would wait on it forever",
+                  "look at the log lines before the death and at `dmesg | grep -i -e oom -e killed`"),
+    "ready-timeout": ("the server did not answer in time", "if the last phase was still progressing, raise "
+                      "--ready-timeout; else read the log tail"),
+}
+
+
+@dataclass
+class Diagnosis:
+    headline: str
+    rows: list[tuple[str, str]] = field(default_factory=list)  # (label, text)
+    fix: list[str] = field(default_factory=list)
+    suggested_command: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+
+
+def _g(n: float) -> str:
+    return f"{n / GiB:,.2f} GiB"
+
+
+def _phase_row(out) -> str:
+    starts = {p.name: p.t for p in out.phases}
+    began = starts.get(out.abort_phase, 0.0)
+    return f"{out.abort_phase} ({out.abort_t:.1f} s after the start; this phase began at {began:.1f} s)"
+
+
+def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
+    """vLLM on CPU: the KV cache is host memory; size what fits from what the launch held before the KV pool."""
+    plan = res.plan
+    if plan.engine != "vllm" or plan.settings.get("platform") != "cpu" or not plan.per_rank.kv_pool_bytes:
+        return None
+    ranks = max(1, plan.per_node.ranks)
+    kv = plan.per_rank.kv_pool_bytes * ranks
+    before = next((p.tree_bytes for p in out.phases if p.name == "kv_pool"), None)
+    cause = (f"the plan puts the KV cache in host memory (vLLM CPU platform): {_g(plan.per_rank.kv_pool_bytes)} per "
+             f"rank x {ranks} rank(s) = {_g(kv)} on this node ({plan.settings.get('kv_budget_source', '')})")
+    if before is None:
+        return cause, [], None
+    limit = limits.host_budget
+    if limit is None:
+        avail = next((p.host_available for p in out.phases if p.name == "kv_pool"), 0)
+        limit = before + avail - limits.host_reserve
+    cause += f"; the launch held {_g(before)} before the KV pool, so it needs about {_g(before + kv)}"
+    fits = math.floor((limit - before) / ranks / GiB)
+    if fits < 1:
+        return cause, [f"no whole GiB of KV cache fits next to the {_g(before)} the launch holds before it"], None
+    cmd = plan.command
+    if re.search(r"(^|\s)VLLM_CPU_KVCACHE_SPACE=\S+", cmd):
+        cmd = re.sub(r"(^|\s)VLLM_CPU_KVCACHE_SPACE=\S+", rf"\1VLLM_CPU_KVCACHE_SPACE={fits}", cmd, count=1)
+    else:
+        cmd = f"VLLM_CPU_KVCACHE_SPACE={fits} " + cmd
+    return cause, [f"set VLLM_CPU_KVCACHE_SPACE={fits} (GiB per rank): {_g(fits * GiB)} per rank fits"], cmd
+
+
+def diagnose(out, res, limits) -> Diagnosis | None:
+    """*out*: the supervisor's Outcome; *res*: the preflight CheckResult or None; *limits*: watchdog.Limits."""
+    if out.abort is None:
+        return None
+    a = out.abort
+    d = Diagnosis(f"kvplan aborted the launch: {a.reason}")
+    d.rows.append(("phase", _phase_row(out)))
+    d.rows.append(("signal", f"{a.signal}: {a.message}"))
+    nums = [f"launch peak {_g(out.peak_tree)} (private RSS of its processes + its /dev/shm)"]
+    if "host_available_bytes" in a.numbers:
+        nums.append(f"host available {_g(a.numbers['host_available_bytes'])} (this node), reserve "
+                    f"{_g(limits.host_reserve)}")
+    if limits.host_budget is not None:
+        nums.append(f"budget {_g(limits.host_budget)} (this launch)")
+    d.rows.append(("numbers", "; ".join(nums)))
+    d.rows.append(("stopped", f"{out.killed} process(es) in {out.stop_s:.2f} s; "
+                   + ("nothing left" if not out.survivors else f"LEFT: {[p.pid for p in out.survivors]}")
+                   + (f"; removed {len(out.shm_removed)} /dev/shm segment(s)" if out.shm_removed else "")))
+    related = []
+    if res is not None:
+        related = [f for f in res.findings if f.id in RELATED.get(a.reason, ()) and f.severity != "info"]
+    if related:
+        for f in related:
+            d.rows.append(("likely cause", f"[{f.id}] {f.message}"))
+            d.fix.append(f.fix)
+        d.suggested_command = res.suggested_command
+    else:
+        derived = _cpu_kv(out, res, limits) if res is not None and a.reason in ("host-memory", "stall") else None
+        if derived:
+            cause, fixes, cmd = derived
+            d.rows.append(("likely cause", cause))
+            d.fix.extend(fixes)
+            d.suggested_command = cmd
+        else:
+            cause, fix = GENERIC[a.reason]
+            if res is None:
+                cause += " (no plan: the command was not checked)"
+            d.rows.append(("likely cause", cause))
+            d.fix.append(fix)
+    d.log_tail = out.last_lines[-5:]
+    return d
+
+
+def quote(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)
