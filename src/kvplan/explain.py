@@ -132,14 +132,21 @@ def _flag_tokens(engine: str, args: dict[str, Any]) -> list[str]:
     """Launch flags for the args a log showed (only flags kvplan's engine model knows)."""
     if engine == "sglang":
         from kvplan.engines.sglang.args import FLAGS
+        from kvplan.engines.sglang.args import SGLangArgs as Args
     else:
         from kvplan.engines.vllm.args import FLAGS
+        from kvplan.engines.vllm.args import VLLMArgs as Args
     known = {f.key: f for f in FLAGS}
+    relevant = set(Args.__dataclass_fields__) - {"model", "model_path", "env", "unknown_flags", "unmodeled",
+                                                 "flags_given", "kv_transfer_config"}
     out: list[str] = []
+    args = dict(args)
+    if engine == "vllm" and str(args.get("device_config", "")).lower() == "cpu":
+        args["device"] = "cpu"  # the engine config line says where it ran
     for key, val in args.items():
         key = VLLM_SYNONYMS.get(key, key) if engine == "vllm" else key
         f = known.get(key)
-        if f is None or val is None or key in ("model", "model_path", "host", "port", "device"):
+        if f is None or val is None or key not in relevant or (isinstance(val, str) and val[:1] in "{[<"):
             continue
         if f.kind == "bool":
             if val is True:
@@ -249,6 +256,8 @@ def _observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
             missing.append("weights per rank ('Load weight end ... mem usage='): estimated from the checkpoint size")
         return out
     avail = [r.available_kv_gib for r in ranks if r.available_kv_gib is not None]
+    if facts.args.get("kv_cache_memory_bytes"):
+        return {}  # the launch gave the exact size; the log's figure is the same number rounded to 0.01 GiB
     if avail:
         # the minimum worker sets the block count (rounded to 0.01 GiB); a negative figure means no KV at all
         return {"kv_memory_gib": max(0.0, min(avail))}
