@@ -143,6 +143,8 @@ def _flag_tokens(engine: str, args: dict[str, Any]) -> list[str]:
     args = dict(args)
     if engine == "vllm" and str(args.get("device_config", "")).lower() == "cpu":
         args["device"] = "cpu"  # the engine config line says where it ran
+    if engine == "sglang" and args.get("enable_hierarchical_cache") is not True:
+        args = {k: v for k, v in args.items() if not k.startswith("hicache_")}  # inert without HiCache
     for key, val in args.items():
         key = VLLM_SYNONYMS.get(key, key) if engine == "vllm" else key
         f = known.get(key)
@@ -184,7 +186,7 @@ def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> 
     opts = dict(options)
     version, vsrc = _version(facts, opts.pop("engine_version", None))
     missing: list[str] = []
-    opts.update(_observed_inputs(facts, missing))
+    opts.update(observed_inputs(facts, missing))
     if facts.engine == "sglang" and "mem_fraction_static" not in facts.args and vsrc.startswith("not printed") and not (
             command and any(str(t).startswith("--mem-fraction-static") for t in command)):
         missing.append(f"mem_fraction_static (no ServerArgs dump, version unknown): SGLang {version}'s default for "
@@ -232,7 +234,7 @@ def _version_from_hint(hint: str) -> str | None:
     return low.text if low is not None else None
 
 
-def _observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
+def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
     """Plan options taken from what the log measured (the figures no planner can know in advance)."""
     ranks = list(facts.ranks.values())
     if facts.engine == "sglang":
@@ -269,3 +271,6 @@ def _observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:
 def iter_explain(paths: Iterable[str], **options: Any) -> Iterator[ExplainResult]:  # pragma: no cover - helper
     for p in paths:
         yield explain(p, **options)
+
+
+_observed_inputs = observed_inputs  # older name

@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "does not show.")
     ex.add_argument("log", help="the engine's startup log")
     _hardware_options(ex)
+    from kvplan.diagnose.cli import add_parser as add_diagnose
+
+    add_diagnose(sub)
     sub.add_parser("gpus", help="list the GPU catalog")
     sub.add_parser("models", help="list the embedded model catalog")
     return parser
@@ -128,6 +131,10 @@ def _run(argv: list[str]) -> int:
 
         print("\n".join(catalog_ids()))
         return 0
+    if a.cmd == "diagnose":
+        from kvplan.diagnose.cli import run as run_diagnose
+
+        return run_diagnose(a, command or None)
     from kvplan import api
 
     if a.cmd == "explain":

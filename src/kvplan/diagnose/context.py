@@ -99,9 +99,9 @@ def plan_context(engine: str | None, facts: Any, srv: Any, user_cmd: Sequence[st
     if version:
         opts["engine_version"] = version
     if facts is not None and facts.engine == "sglang" and "free_gib" not in opts:
-        from kvplan.explain import _observed_inputs
+        from kvplan.explain import observed_inputs
 
-        free = _observed_inputs(facts, []).get("free_gib")
+        free = observed_inputs(facts, []).get("free_gib")
         if free is not None:
             opts["free_gib"] = free
     if facts is not None and facts.engine == "sglang":

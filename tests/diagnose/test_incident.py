@@ -1,0 +1,118 @@
+"""The acceptance case: the incident's log (SGLang 0.5.9, Kimi-K2.5 TP8 on RTX PRO 6000, --mem-fraction-static
+0.85, pool 116,171 tokens, ~850 tok/s with ~50 running and ~100 queued, token usage 0.85-0.96).
+
+Facts pinned here come from the seeds and from arithmetic: 0.85 -> 0.88 adds 3 % of the free-memory baseline P
+(the log's 'Load weight begin. avail mem=' = 93.48 GiB per rank) at 70,272 B/token: 0.03 × 93.48 GiB / 70,272 B =
+42,851 tokens = +36.9 % of 116,171 ("about +38 %"); DP attention holds 8 pools instead of one replicated pool;
+HiCache extends the prefix cache and adds no concurrency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from kvplan.diagnose.cli import add_parser, run
+from kvplan.diagnose.diagnose import diagnose
+from tests.diagnose.incident_log import CMD, P_GIB, POOL, write_incident_log
+
+HW = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "engine_version": "0.5.9", "host_mem_gib": 449.0}
+CELL = (512 + 64) * 61 * 2
+
+
+@pytest.fixture(params=[",", "."], ids=["comma-0.5.x", "dot-older"])
+def incident(request, tmp_path):
+    log = write_incident_log(tmp_path / "sglang_inference.log", sep=request.param)
+    return diagnose(log=str(log), **HW)
+
+
+def test_bottleneck_is_kv_capacity_with_the_servers_numbers(incident):
+    d = incident.to_dict()
+    assert d["bottleneck"] == "kv-capacity"
+    ev = " ".join(d["evidence"])
+    assert "116,171" in ev and "0.85-0.96" in ev and "wait" in ev
+    o = d["observed"]
+    assert o["pool_tokens"] == POOL and o["pool_source"] == "the log"
+    assert 46 <= o["running"] <= 56 and 94 <= o["queued"] <= 101 and 780 <= o["gen_tps"] <= 890
+
+
+def test_fraction_step_is_about_38_percent(incident):
+    cur, step = incident.lever("current"), incident.lever("fraction 0.88")
+    assert cur.kv_tokens == POOL  # anchored on the server's own pool
+    expected = 0.03 * P_GIB * 2**30 / CELL
+    assert abs((step.kv_tokens - POOL) - expected) <= 2
+    assert 35 <= step.kv_delta_pct <= 40
+    assert "--mem-fraction-static 0.88" in step.command
+    steps = [lv for lv in incident.levers if lv.name.startswith("fraction")]
+    assert [lv.name for lv in steps][:2] == ["fraction 0.88", "fraction 0.91"]
+    assert any("gpu-headroom-low (error)" in n for n in incident.notes)  # the largest safe value ends the steps
+
+
+def test_dp_attention_is_the_largest_lever(incident):
+    dp = incident.lever("DP attention")
+    assert dp is not None and "--enable-dp-attention" in dp.command and "--dp-size 8" in dp.command
+    assert dp.kv_tokens == max(lv.kv_tokens for lv in incident.levers)
+    assert dp.kv_tokens > 4 * POOL  # 8 pools, each smaller by the replicated attention weights
+
+
+def test_hicache_adds_no_concurrency(incident):
+    hc, cur = incident.lever("HiCache"), incident.lever("current")
+    assert hc.requests == cur.requests and hc.kv_tokens == cur.kv_tokens
+    assert hc.expected_gen_tps == pytest.approx(cur.expected_gen_tps)
+    assert "--hicache-size" in hc.command and "prefix" in hc.notes[0]
+
+
+def test_levers_have_the_json_contract(incident):
+    d = json.loads(json.dumps(incident.to_dict()))
+    assert d["levers"][0]["name"] == "current"
+    for lv in d["levers"]:
+        assert {"name", "kv_tokens", "requests", "expected_gen_tps", "command"} <= set(lv)
+        assert lv["expected_gen_tps"] is not None and lv["command"]
+    fp8 = next(lv for lv in d["levers"] if lv["name"] == "fp8 KV")
+    assert fp8["kv_tokens"] == pytest.approx(2 * POOL, abs=2)  # same bytes, half the cell
+    reps = next(lv for lv in d["levers"] if lv["name"] == "2 replicas")
+    assert reps["replicas"] == 2 and reps["kv_tokens"] == POOL and reps["requests"] == 2 * d["levers"][0]["requests"]
+
+
+def test_expected_throughput_scales_with_what_fits(incident):
+    cur, step, dp = incident.lever("current"), incident.lever("fraction 0.88"), incident.lever("DP attention")
+    assert cur.expected_gen_tps == pytest.approx(incident.observed["gen_tps"])
+    assert step.expected_gen_tps == pytest.approx(cur.expected_gen_tps * step.kv_tokens / POOL, rel=0.01)
+    demand = incident.observed["running"] + incident.observed["queued"]
+    assert dp.expected_gen_tps == pytest.approx(incident.observed["per_request_gen_tps"] * demand, rel=0.02)
+
+
+def _cli(argv: list[str], command: list[str] | None, capsys) -> tuple[int, str]:
+    ap = argparse.ArgumentParser(prog="kvplan")
+    add_parser(ap.add_subparsers(dest="cmd"))
+    code = run(ap.parse_args(argv), command)
+    return code, capsys.readouterr().out
+
+
+def test_cli_json_with_the_launch_command(tmp_path, capsys):
+    log = write_incident_log(tmp_path / "x.log")
+    hw = ["--gpu", HW["gpu"], "--engine-version", "0.5.9", "--host-mem-gib", "449"]
+    code, out = _cli(["diagnose", "--log", str(log), "--json", *hw], CMD.split(), capsys)
+    d = json.loads(out)
+    assert code == 0 and d["bottleneck"] == "kv-capacity" and d["command_source"] == "--launch-command"
+    step = next(lv for lv in d["levers"] if lv["name"] == "fraction 0.88")
+    assert step["command"] == CMD.replace("0.85", "0.88")
+    code, out = _cli(["diagnose", "--log", str(log), *hw, "--launch-command", CMD], None, capsys)
+    assert code == 0 and "kv-capacity" in out and "DP attention" in out and "fixed launch commands" in out
+
+
+def test_pasted_excerpt_without_startup_lines(tmp_path):
+    from tests.diagnose.incident_log import incident_lines
+
+    lines = [ln for ln in incident_lines() if "Decode batch" in ln]
+    log = tmp_path / "excerpt.log"
+    log.write_text("\n".join(lines) + "\n")
+    res = diagnose(log=str(log))
+    assert res.bottleneck == "kv-capacity" and res.levers == []
+    assert any("launch is unknown" in n for n in res.notes)
+    res = diagnose(log=str(log), launch_command=CMD, **HW)
+    assert res.lever("DP attention") is not None and res.lever("current").kv_tokens > 0
+    assert res.observed["pool_source"].startswith("estimated from the Decode lines")
+    assert res.lever("current").kv_tokens == pytest.approx(POOL, rel=0.01)  # #token / token usage

@@ -1,0 +1,74 @@
+"""Levers on vLLM (GPU) and on SGLang DP-attention logs: anchoring on the observed pool, the steps, the commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan import check
+from kvplan.diagnose.diagnose import diagnose
+
+VLLM_CMD = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.85 --max-model-len 8192"
+GPU = {"gpu": "h100"}
+
+
+def _vllm_log(tmp_path, tokens: int = 100_000):
+    lines = ["(EngineCore_DP0 pid=1) INFO 11-29 09:00:00 [core.py:93] Initializing a V1 LLM engine (v0.11.0) with "
+             "config: model='Qwen/Qwen3-8B', max_seq_len=8192",
+             f"(EngineCore_DP0 pid=1) INFO 11-29 09:00:30 [kv_cache_utils.py:1087] GPU KV cache size: {tokens:,} "
+             "tokens",
+             "(EngineCore_DP0 pid=1) INFO 11-29 09:00:30 [kv_cache_utils.py:1091] Maximum concurrency for 8,192 "
+             "tokens per request: 12.21x"]
+    for i in range(12):
+        lines.append(f"(APIServer pid=2) INFO 11-29 09:10:{i * 5:02d} [loggers.py:123] Engine 000: Avg prompt "
+                     "throughput: 900.0 tokens/s, Avg generation throughput: 1500.0 tokens/s, Running: 30 reqs, "
+                     f"Waiting: 40 reqs, GPU KV cache usage: {96 + i % 3}.0%, Prefix cache hit rate: 5.0%")
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_vllm_gpu_utilization_steps_are_anchored(tmp_path):
+    res = diagnose(log=str(_vllm_log(tmp_path)), launch_command=VLLM_CMD, **GPU)
+    assert res.bottleneck == "kv-capacity" and res.engine == "vllm"
+    cur = res.lever("current")
+    assert cur.kv_tokens == 100_000 and cur.command == VLLM_CMD
+    step = res.lever("gpu-util 0.88")
+    plan = {u: check(VLLM_CMD.replace("0.85", u), engine_version="0.11.0", **GPU).plan.per_replica.kv_tokens
+            for u in ("0.85", "0.88")}
+    assert step.kv_tokens == 100_000 + plan["0.88"] - plan["0.85"]  # the plan's delta on the observed pool
+    assert "--gpu-memory-utilization 0.88" in step.command
+    assert res.lever("fp8 KV").kv_tokens == pytest.approx(200_000, rel=0.01)
+    reps = res.lever("2 replicas")
+    assert "--data-parallel-size 2" in reps.command and reps.replicas == 2
+    avg = res.observed["avg_tokens"]  # usage × pool / running
+    assert avg == pytest.approx(0.97 * 100_000 / 30, rel=0.02)
+    assert cur.requests == int(100_000 // avg)
+
+
+def test_vllm_without_command_still_classifies(tmp_path):
+    res = diagnose(log=str(_vllm_log(tmp_path)), **GPU)  # the log's config line names the model
+    assert res.bottleneck == "kv-capacity"
+    assert res.command_source == "rebuilt from the log" and res.lever("current").kv_tokens == 100_000
+
+
+def test_sglang_dp_attention_log_sums_the_groups(tmp_path):
+    cmd = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --dp 8 --enable-dp-attention "
+           "--mem-fraction-static 0.8")
+    lines = [f"[2026-01-01 00:00:00 DP{d} TP{d}] KV Cache is allocated. #tokens: 300000, KV size: 19.64 GB"
+             for d in range(8)]
+    lines.append("[2026-01-01 00:00:01 DP0 TP0] max_total_num_tokens=300000, chunked_prefill_size=1024, "
+                 "max_prefill_tokens=16384, max_running_requests=512, context_len=163840, available_gpu_mem=9.00 GB")
+    for s in range(0, 60, 10):
+        for d in range(8):
+            lines.append(f"[2026-01-01 00:01:{s:02d} DP{d} TP{d}] Decode batch, #running-req: 40, #token: 240000, "
+                         "token usage: 0.80, cuda graph: True, gen throughput (token/s): 400.00, #queue-req: 0")
+    log = tmp_path / "dp.log"
+    log.write_text("\n".join(lines) + "\n")
+    res = diagnose(log=str(log), launch_command=cmd, gpu="h200")
+    o = res.observed
+    assert o["running"] == pytest.approx(320) and o["gen_tps"] == pytest.approx(3200)  # summed over 8 groups
+    assert o["pool_tokens"] == 8 * 300_000 and o["max_running"] == 8 * 512
+    assert res.bottleneck == "client-bound"
+    assert res.lever("current").kv_tokens == 8 * 300_000
+    assert res.lever("DP attention") is None  # already on
+    assert all(lv.expected_gen_tps == pytest.approx(3200, rel=0.01) for lv in res.levers)  # nothing waits
