@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_diagnose(sub)
     sub.add_parser("gpus", help="list the GPU catalog")
     sub.add_parser("models", help="list the embedded model catalog")
+    from kvplan.launch.cli import add_parsers as add_launch_parsers
+
+    add_launch_parsers(sub)
     return parser
 
 
@@ -131,6 +134,14 @@ def _run(argv: list[str]) -> int:
 
         print("\n".join(catalog_ids()))
         return 0
+    if a.cmd == "launch":
+        from kvplan.launch.cli import run_launch
+
+        return run_launch(a, command)
+    if a.cmd == "cleanup":
+        from kvplan.launch.cli import run_cleanup
+
+        return run_cleanup(a)
     if a.cmd == "diagnose":
         from kvplan.diagnose.cli import run as run_diagnose
 

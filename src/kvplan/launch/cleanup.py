@@ -101,7 +101,7 @@ def _closure(roots: set[int], stats: dict[int, procs.ProcStat]) -> set[int]:
 
 
 def _gpu_holders() -> dict[int, int]:
-    from kvplan.launch.watchdog import GpuProbe
+    from kvplan.launch.gpu import GpuProbe
 
     probe = GpuProbe()
     held: dict[int, int] = {}

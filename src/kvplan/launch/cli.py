@@ -147,6 +147,12 @@ def run_launch(a: argparse.Namespace, command: list[str]) -> int:
         limits.ready_timeout = watchdog.DEFAULT_READY_S
     launch_id = procs.new_launch_id()
     log = a.log or str(state.ensure_dir() / f"{launch_id}.log")
+    for path, flag in ((log, "--log"), (a.events, "--events")):
+        try:
+            if path:
+                open(path, "ab").close()
+        except OSError as e:
+            raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable path") from None
     cfg = LaunchConfig(argv=argv, env=env, engine=engine, health_urls=urls, limits=limits, log_path=log,
                        events_path=a.events, grace=a.grace, stop_grace=a.stop_grace, launch_id=launch_id)
     events = EventLog(a.events, stream=sys.stdout if a.json else None)
@@ -162,22 +168,3 @@ def run_cleanup(a: argparse.Namespace) -> int:
     from kvplan.launch.cleanup import run
 
     return run(yes=a.yes, dry_run=a.dry_run, min_age=a.min_age)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m kvplan.launch launch|cleanup ...`` (the same commands before they are wired into kvplan)."""
-    from kvplan.errors import KvplanError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in args:
-        i = args.index("--")
-        args, command = args[:i], args[i + 1:]
-    parser = argparse.ArgumentParser(prog="kvplan")
-    add_parsers(parser.add_subparsers(dest="cmd", metavar="COMMAND", required=True))
-    a = parser.parse_args(args)
-    try:
-        return run_launch(a, command) if a.cmd == "launch" else run_cleanup(a)
-    except KvplanError as e:
-        print(f"kvplan: error: {e}", file=sys.stderr)
-        return 2

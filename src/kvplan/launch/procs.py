@@ -157,7 +157,8 @@ class ProcessTree:
         self.members: dict[int, Member] = {}
         self._others: dict[int, int] = {}  # non-members: pid -> start
         self._last_full = 0.0
-        self.gone: list[Member] = []  # members that disappeared (exited and were reaped)
+        self.gone: list[Member] = []  # members that disappeared since the last pop_gone()
+        self.seen: dict[int, int] = {}  # every member ever: pid -> start
 
     def _is_member(self, st: ProcStat) -> bool:
         if st.pid == self.me:
@@ -194,6 +195,7 @@ class ProcessTree:
             for st in list(fresh):
                 if self._is_member(st):
                     self.members[st.pid] = Member(st, cmdline(st.pid), now)
+                    self.seen[st.pid] = st.start
                     fresh.remove(st)
                     changed = True
         for st in fresh:
@@ -206,6 +208,10 @@ class ProcessTree:
             else:
                 m.last_alive = now
         return self.members
+
+    def pop_gone(self) -> list[Member]:
+        gone, self.gone = self.gone, []
+        return gone
 
     def measure(self) -> int:
         """Sum of private RSS over the live members (bytes); updates each member's peak."""

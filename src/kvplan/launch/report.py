@@ -55,7 +55,6 @@ class Reporter:
     def begin(self, cfg, pid: int, subreaper: bool, gpu: bool) -> None:
         from kvplan.launch.verdict import quote
 
-        self.t0 = time.monotonic()
         lim = cfg.limits
         self.say(f"kvplan launch {cfg.launch_id}: supervising pid {pid} ({cfg.engine or 'unknown engine'}): "
                  f"{quote(cfg.argv)[:200]}")
@@ -138,7 +137,7 @@ class Quiet(Reporter):
 
 
 class LiveReporter(Reporter):
-    """A Rich live view, refreshed 4 times a second; lines above it keep the history."""
+    """A Rich live view, refreshed twice a second; lines above it keep the history."""
 
     def __init__(self, console):
         super().__init__(console.file)
@@ -151,7 +150,7 @@ class LiveReporter(Reporter):
         self.last = None
         self.phase_name = "start"
         self.line = ""
-        self.live = Live(self, console=console, refresh_per_second=4, transient=True)
+        self.live = Live(self, console=console, refresh_per_second=2, transient=True)
         self._started = False
 
     def say(self, text: str) -> None:

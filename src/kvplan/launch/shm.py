@@ -38,31 +38,52 @@ def listing(d: str) -> dict[str, int]:
 
 
 def users(paths: set[str], pids: Iterable[int]) -> dict[str, set[int]]:
-    """Which of *pids* map or hold open each of *paths*."""
+    """Which of *pids* map or hold open each of *paths*. Matched by inode: glibc's ``sem_open`` maps a temporary
+    name and then links it to the final one, so a semaphore shows as ``/dev/shm/sem.XXXXXX (deleted)`` in maps."""
     out: dict[str, set[int]] = {p: set() for p in paths}
-    if not paths:
+    by_ino: dict[int, str] = {}
+    for p in paths:
+        try:
+            by_ino[os.stat(p).st_ino] = p
+        except OSError:
+            pass
+    if not by_ino:
         return out
+    prefixes = tuple({os.path.dirname(p) + "/" for p in by_ino.values()})
     for pid in pids:
         try:
             with open(f"/proc/{pid}/maps", "rb") as f:
                 maps = f.read().decode(errors="replace")
         except OSError:
             maps = ""
-        for p in paths:
-            if p in maps:
-                out[p].add(pid)
+        for line in maps.splitlines():
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith(prefixes):
+                hit = by_ino.get(int(parts[4]))
+                if hit:
+                    out[hit].add(pid)
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
             continue
         for fd in fds:
             try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(prefixes):
+                    hit = by_ino.get(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+                    if hit:
+                        out[hit].add(pid)
+            except (OSError, ValueError):
                 continue
-            if target in out:
-                out[target].add(pid)
     return out
+
+
+def used_bytes(d: str) -> int | None:
+    """Bytes in use on the filesystem of *d* (tmpfs: what its files hold in RAM)."""
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return None
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def allocated(path: str) -> int:

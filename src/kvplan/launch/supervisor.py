@@ -18,6 +18,7 @@ from kvplan.launch.events import EventLog
 from kvplan.launch.health import HealthPoller
 from kvplan.launch.phases import PhaseTracker, split_lines
 from kvplan.launch.state import LaunchState
+from kvplan.launch.verdict import Outcome, PhaseRecord
 
 CHUNK = 1 << 20  # log bytes read per tick at most
 CURVE_POINTS = 240
@@ -35,40 +36,6 @@ class LaunchConfig:
     grace: float = 1.0  # SIGTERM -> SIGKILL after an abort, or for leftovers after the server exited
     stop_grace: float = 10.0  # ... after a stop on request (Ctrl-C / SIGTERM to kvplan)
     launch_id: str = field(default_factory=procs.new_launch_id)
-
-
-@dataclass
-class PhaseRecord:
-    name: str
-    t: float
-    tree_bytes: int
-    host_available: int
-
-
-@dataclass
-class Outcome:
-    code: int
-    by: str  # server | abort | request | error
-    server_code: int | None = None
-    abort: watchdog.Abort | None = None
-    abort_phase: str | None = None
-    abort_t: float | None = None
-    phases: list[PhaseRecord] = field(default_factory=list)
-    ready_t: float | None = None
-    ready_url: str | None = None
-    survivors: list[procs.ProcStat] = field(default_factory=list)
-    killed: int = 0
-    shm_removed: list[str] = field(default_factory=list)
-    shm_failed: list[str] = field(default_factory=list)
-    shm_unattributed: list[str] = field(default_factory=list)
-    peak_tree: int = 0
-    duration: float = 0.0
-    stop_s: float = 0.0  # from the decision to stop until nothing was left
-    curve: list[tuple[float, int, int]] = field(default_factory=list)  # (t, launch bytes, host available)
-    last_lines: list[str] = field(default_factory=list)
-    log_path: str = ""
-    launch_id: str = ""
-    error: str | None = None
 
 
 class Supervisor:
@@ -185,6 +152,7 @@ class Supervisor:
             health = HealthPoller(cfg.health_urls, wake_w) if cfg.health_urls else None
             if health:
                 health.start()
+            self.rep.t0 = self.t0
             self.rep.begin(cfg, root.pid, reaper, gpu.ok)
             self._phase("start", self.t0)
             self._log_t = self.t0
@@ -202,8 +170,8 @@ class Supervisor:
                 shm_b = tracker_shm.owned_bytes() if tracker_shm.owned else 0
                 total, avail, cg = self.host_available()
                 gs = gpu.sample() if gpu.ok else None
-                s = watchdog.Sample(now - self.t0, total, avail, cg, _shm_used(tracker_shm.dir), rss + shm_b, shm_b,
-                                    len(tree.alive()), now - self._log_t, gs)
+                s = watchdog.Sample(now - self.t0, total, avail, cg, shm.used_bytes(tracker_shm.dir), rss + shm_b,
+                                    shm_b, len(tree.alive()), now - self._log_t, gs)
                 self._last = s
                 out.peak_tree = max(out.peak_tree, s.tree_bytes)
                 if now >= next_curve:
@@ -242,8 +210,13 @@ class Supervisor:
                 health.stop.set()
             out.code = self._stop(tree, tracker_shm, state)
             return out
+        except BaseException:  # a bug in kvplan (or a KeyboardInterrupt outside the handlers): leave nothing behind
+            if "tree" in locals():
+                tree.terminate(0.5)
+            raise
         finally:
-            procs.set_subreaper(False) if reaper else None
+            if reaper:
+                procs.set_subreaper(False)
             gpu.close()
             self._restore(old)
             os.close(wake_r)
@@ -283,19 +256,11 @@ class Supervisor:
             state.write(status="left", survivors=[p.pid for p in out.survivors], shm=sorted(tracker_shm.owned))
         else:
             state.remove()
-        seen = sorted({(m.stat.pid, m.stat.start) for m in [*tree.members.values(), *tree.gone]})
+        seen = sorted(tree.seen.items())
         self.ev.emit("exit", code=code, by=out.by, server_code=out.server_code, left=[p.pid for p in out.survivors],
                      shm_removed=out.shm_removed, killed=out.killed, stop_s=round(out.stop_s, 3),
                      processes=[list(x) for x in seen])
         return code
-
-
-def _shm_used(d: str) -> int | None:
-    try:
-        st = os.statvfs(d)
-    except OSError:
-        return None
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def _wait(fd: int, timeout: float) -> None:

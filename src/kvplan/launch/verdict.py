@@ -9,6 +9,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from kvplan.launch.procs import ProcStat
+from kvplan.launch.watchdog import Abort
 from kvplan.units import GiB
 
 RELATED = {
@@ -31,6 +33,40 @@ GENERIC = {
     "ready-timeout": ("the server did not answer in time", "if the last phase was still progressing, raise "
                       "--ready-timeout; else read the log tail"),
 }
+
+
+@dataclass
+class PhaseRecord:
+    name: str
+    t: float
+    tree_bytes: int
+    host_available: int
+
+
+@dataclass
+class Outcome:
+    code: int
+    by: str  # server | abort | request | error
+    server_code: int | None = None
+    abort: Abort | None = None
+    abort_phase: str | None = None
+    abort_t: float | None = None
+    phases: list[PhaseRecord] = field(default_factory=list)
+    ready_t: float | None = None
+    ready_url: str | None = None
+    survivors: list[ProcStat] = field(default_factory=list)
+    killed: int = 0
+    shm_removed: list[str] = field(default_factory=list)
+    shm_failed: list[str] = field(default_factory=list)
+    shm_unattributed: list[str] = field(default_factory=list)
+    peak_tree: int = 0
+    duration: float = 0.0
+    stop_s: float = 0.0  # from the decision to stop until nothing was left
+    curve: list[tuple[float, int, int]] = field(default_factory=list)  # (t, launch bytes, host available)
+    last_lines: list[str] = field(default_factory=list)
+    log_path: str = ""
+    launch_id: str = ""
+    error: str | None = None
 
 
 @dataclass
@@ -80,7 +116,7 @@ def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
     return cause, [f"set VLLM_CPU_KVCACHE_SPACE={fits} (GiB per rank): {_g(fits * GiB)} per rank fits"], cmd
 
 
-def diagnose(out, res, limits) -> Diagnosis | None:
+def diagnose(out: Outcome, res, limits) -> Diagnosis | None:
     """*out*: the supervisor's Outcome; *res*: the preflight CheckResult or None; *limits*: watchdog.Limits."""
     if out.abort is None:
         return None

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from kvplan.launch.gpu import GpuProbe, GpuSample  # noqa: F401 - GpuProbe is part of the watchdog's probes
 from kvplan.units import GiB, MiB
 
 REASONS = ("host-memory", "gpu-memory", "stall", "rank-died", "ready-timeout")
@@ -111,54 +112,6 @@ class Cgroup:
 
 
 @dataclass
-class GpuSample:
-    index: int
-    total: int
-    used: int
-    pids: dict[int, int] = field(default_factory=dict)  # pid -> bytes on this GPU
-
-    @property
-    def free(self) -> int:
-        return self.total - self.used
-
-
-class GpuProbe:
-    """NVML, imported lazily; ``ok`` is False without nvidia-ml-py or a driver."""
-
-    def __init__(self) -> None:
-        self.ok, self.handles, self._nv = False, [], None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nv = pynvml
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-            self.ok = bool(self.handles)
-        except Exception:  # noqa: BLE001 - no module, no driver, no GPU: the probe is off
-            self.ok = False
-
-    def sample(self) -> list[GpuSample]:
-        out = []
-        nv = self._nv
-        for i, h in enumerate(self.handles):
-            try:
-                mem = nv.nvmlDeviceGetMemoryInfo(h)
-                procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-            except Exception:  # noqa: BLE001
-                continue
-            out.append(GpuSample(i, int(mem.total), int(mem.used),
-                                 {int(p.pid): int(p.usedGpuMemory or 0) for p in procs}))
-        return out
-
-    def close(self) -> None:
-        if self.ok:
-            try:
-                self._nv.nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-@dataclass
 class Sample:
     t: float  # seconds since the launch started
     host_total: int
@@ -202,6 +155,7 @@ class Watchdog:
         self.prev: Sample | None = None
         self.silence_min: int | None = None  # lowest launch memory since the log last grew
         self._last_write: float | None = None
+        self.gpu_base: dict[int, int] | None = None  # GPU used bytes at the first sample
         self.recent: deque[tuple[float, int]] = deque()  # (t, launch memory) over the recent window
 
     def _slopes(self, s: Sample) -> tuple[float, float]:
@@ -243,8 +197,14 @@ class Watchdog:
                 return Abort("host-memory", "host-budget", f"the launch's memory {_gib(s.tree_bytes)} (private RSS "
                              f"of {s.procs} processes + {_gib(s.tree_shm)} /dev/shm, growing {_gib(d_tree)}/s) "
                              f"{when} the budget {_gib(lim.host_budget)} (--host-budget-gib)", nums)
-        for g in s.gpus or []:
-            if (not gpu_pids or set(g.pids) & gpu_pids) and g.free < lim.gpu_reserve:
+        gpus = s.gpus or []
+        if self.gpu_base is None:
+            self.gpu_base = {g.index: g.used for g in gpus}
+        ours = [g for g in gpus if set(g.pids) & gpu_pids]
+        if not ours:  # in a container NVML shows host pids: fall back to the GPUs the launch filled since it started
+            ours = [g for g in gpus if g.used - self.gpu_base.get(g.index, g.used) >= GiB]
+        for g in ours:
+            if g.free < lim.gpu_reserve:
                 nums.update(gpu=g.index, gpu_free_bytes=g.free, gpu_total_bytes=g.total)
                 return Abort("gpu-memory", "gpu-free", f"GPU {g.index}: {g.free / MiB:,.0f} MiB free of "
                              f"{g.total / MiB:,.0f} MiB (per GPU), below the reserve {lim.gpu_reserve / MiB:,.0f} "
@@ -291,7 +251,7 @@ def rank_death(tree, root_alive: bool, now: float) -> Abort | None:
             return Abort("rank-died", "defunct", f"process {m.stat.pid} ({m.cmd or m.stat.comm}) died and has been "
                          f"defunct for {now - m.zombie_since:.1f} s: its parent {m.stat.ppid} does not reap it, so "
                          "its peers wait on it forever", {"pid": m.stat.pid, "ppid": m.stat.ppid})
-    for m in tree.gone:
+    for m in tree.pop_gone():
         if m.stat.pid != tree.root.pid and m.last_alive - m.first_seen >= VANISHED_MIN_LIFE_S and \
                 m.peak_rss >= VANISHED_MIN_RSS:
             return Abort("rank-died", "vanished", f"process {m.stat.pid} ({m.cmd or m.stat.comm}), "

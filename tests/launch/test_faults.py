@@ -1,0 +1,154 @@
+"""Fault programs under ``kvplan launch``, with real processes: each ends with the right abort reason, within 2 s
+of crossing its limit, exit code 3, and nothing left in /proc or /dev/shm."""
+
+from __future__ import annotations
+
+import signal
+import socket
+
+import pytest
+
+from kvplan.launch.watchdog import meminfo
+from tests.launch.helpers import fault, launch, left_behind
+
+BUDGET = ["--host-budget-gib", "0.3"]
+MAX_LATENCY_S = 2.0
+
+
+def _aborted(run, reason: str) -> dict:
+    assert run.code == 3, (run.code, run.out, run.err)
+    assert run.reason == reason, run.out
+    assert [e["event"] for e in run.events][-2:] == ["abort", "exit"], run.events
+    ex = run.event("exit")
+    assert ex["by"] == "abort" and ex["left"] == [] and ex["code"] == 3, ex
+    assert not left_behind(run), left_behind(run)
+    assert "nothing left" in run.out
+    return run.event("abort")
+
+
+def _crossed(run, mib: float) -> float | None:
+    """When a single allocating process of the fault passed *mib* (its own stamps), or None if it never did."""
+    import re
+
+    for line in run.log.splitlines():
+        m = re.search(r"allocated (\d+) MiB t=(\d+\.\d+)", line)
+        if m and int(m.group(1)) >= mib:
+            return float(m.group(2))
+    return None
+
+
+def test_allocates_past_the_budget(tmp_path):
+    run = launch(tmp_path, BUDGET, fault("alloc_steps.py"))
+    a = _aborted(run, "host-memory")
+    assert a["signal"] == "host-budget" and a["phase"] == "host_pool"
+    assert a["numbers"]["host_budget_bytes"] == int(0.3 * 2**30)
+    crossed = _crossed(run, 0.3 * 1024 - 32)  # the interpreter itself holds a few MiB: cross a bit early
+    if crossed is not None:  # None: the prediction stopped it before the crossing
+        assert run.ended - crossed <= MAX_LATENCY_S
+    assert "host_pool" in run.out and "--host-budget-gib" in run.out
+
+
+def test_budget_counts_workers_and_shared_memory_and_removes_the_segment(tmp_path):
+    run = launch(tmp_path, BUDGET, fault("alloc_steps.py", "--workers", "2", "--shm-mib", "96", "--step-mib", "8"))
+    _aborted(run, "host-memory")
+    assert len(run.pids) == 3
+    removed = run.event("exit")["shm_removed"]
+    assert len(removed) == 1 and "psm_kvtest" in removed[0], run.events
+
+
+def test_ignores_sigterm(tmp_path):
+    run = launch(tmp_path, ["--ready-timeout", "0.6", "--grace", "0.3"], fault("ignore_term.py"))
+    _aborted(run, "ready-timeout")
+    assert len(run.pids) == 2
+    assert run.event("exit")["stop_s"] >= 0.3  # it took the SIGKILL after the grace
+    assert run.ended - (run.started + 0.6) <= MAX_LATENCY_S + 0.5  # + kvplan's own start
+
+
+@pytest.mark.parametrize("clean_env", [False, True], ids=["marker", "clean-env"])
+def test_double_fork_into_a_new_session(tmp_path, clean_env):
+    run = launch(tmp_path, BUDGET, fault("double_fork.py", *(["--clean-env"] if clean_env else [])))
+    _aborted(run, "host-memory")
+    assert len(run.pids) == 2  # the parent and the grandchild, in another session
+    assert "grandchild" in run.log and "sid" in run.log
+    crossed = _crossed(run, 0.3 * 1024 - 32)
+    if crossed is not None:
+        assert run.ended - crossed <= MAX_LATENCY_S
+
+
+@pytest.mark.parametrize("how", ["exit", "killed"])
+def test_worker_dies_and_stays_defunct(tmp_path, how):
+    run = launch(tmp_path, [], fault("defunct_worker.py", *(["--killed"] if how == "killed" else [])))
+    a = _aborted(run, "rank-died")
+    assert a["signal"] == "defunct"
+    died = run.stamps("illegal memory access")
+    assert died and run.ended - died[0] <= MAX_LATENCY_S
+    assert "defunct" in run.out
+
+
+def test_hangs_silently_while_memory_climbs(tmp_path):
+    run = launch(tmp_path, ["--stall-timeout", "0.5"], fault("silent_climb.py"))
+    a = _aborted(run, "stall")
+    assert a["phase"] == "cuda_graphs" and a["numbers"]["grew_bytes"] >= 4 << 20
+    last = run.stamps("Capture cuda graph begin")
+    assert last and run.ended - (last[0] + 0.5) <= MAX_LATENCY_S
+
+
+def test_silence_with_flat_memory_is_not_a_stall(tmp_path):
+    run = launch(tmp_path, ["--stall-timeout", "0.3", "--ready-timeout", "1.2", "--grace", "0.2"],
+                 fault("ignore_term.py"))
+    _aborted(run, "ready-timeout")
+
+
+def test_host_reserve_is_crossed(tmp_path):
+    _, avail = meminfo()
+    reserve = (avail - (400 << 20)) / 2**30  # 400 MiB above what is available now
+    run = launch(tmp_path, ["--host-reserve-gib", f"{reserve:.3f}"], fault("alloc_steps.py", "--max-mib", "1500"))
+    a = _aborted(run, "host-memory")
+    assert a["signal"] == "host-available"
+
+
+def test_exit_code_of_a_server_that_exits_by_itself(tmp_path):
+    run = launch(tmp_path, [], ["python3", "-c", "import sys; print('bye'); sys.exit(7)"])
+    assert run.code == 7 and run.event("exit")["by"] == "server" and run.reason is None
+    run = launch(tmp_path, [], ["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert run.code == 128 + 9
+
+
+def test_leftovers_of_a_server_that_exits_are_stopped(tmp_path):
+    """The server exits by itself but its double-forked grandchild lives on: kvplan stops it and keeps the code."""
+    code = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            "        time.sleep(30)\n    os._exit(0)\ntime.sleep(0.5)\nsys.exit(5)\n")
+    run = launch(tmp_path, [], ["python3", "-c", code])
+    assert run.code == 5 and run.event("exit")["killed"] == 1 and run.event("exit")["left"] == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stop_on_request_is_clean(tmp_path, sig):
+    run = launch(tmp_path, ["--stop-grace", "0.3"], fault("ignore_term.py"), signals=[(0.9, sig)])
+    assert run.code == 0, run.out
+    ex = run.event("exit")
+    assert ex["by"] == "request" and ex["left"] == [] and run.reason is None
+    assert not left_behind(run)
+
+
+def test_second_signal_skips_the_grace(tmp_path):
+    run = launch(tmp_path, ["--stop-grace", "30"], fault("ignore_term.py"),
+                 signals=[(0.9, signal.SIGTERM), (1.2, signal.SIGTERM)])
+    assert run.code == 0 and run.ended - run.started < 5
+    assert not left_behind(run)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ready_over_http_then_memory_still_watched(tmp_path):
+    port = _port()
+    run = launch(tmp_path, [*BUDGET, "--health-url", f"http://127.0.0.1:{port}/health"],
+                 fault("http_ready.py", "--port", str(port), "--alloc-after-ready", "8"))
+    a = _aborted(run, "host-memory")
+    ready = run.event("ready")
+    assert ready and ready["via"] == "http" and ready["t"] < a["t"]
+    assert run.phases()[-1] == "ready" and a["phase"] == "ready"

@@ -1,0 +1,66 @@
+"""The five fault programs, 20 rounds in a row: every run ends with its reason, and over the 100 runs no process,
+no state file and no /dev/shm segment is leaked."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tests.launch.helpers import fault, kvtest_segments, launch, left_behind
+
+ROUNDS = 20
+CASES = [
+    ("host-memory", ["--host-budget-gib", "0.3"], ("alloc_steps.py", "--shm-mib", "32")),
+    ("ready-timeout", ["--ready-timeout", "0.4", "--grace", "0.2"], ("ignore_term.py",)),
+    ("host-memory", ["--host-budget-gib", "0.3"], ("double_fork.py", "--clean-env")),
+    ("rank-died", [], ("defunct_worker.py", "--life", "0.35")),
+    ("stall", ["--stall-timeout", "0.3"], ("silent_climb.py",)),
+]
+
+
+def _marked(ids: set[str]) -> set[int]:
+    """Processes carrying the marker of one of *ids* (other sessions' launches do not count)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(e.startswith(b"KVPLAN_LAUNCH_ID=") and e[17:].decode() in ids for e in env):
+                out.add(int(d))
+    return out
+
+
+def _zombie_children() -> list[int]:
+    me, out = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                f = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if f[0] == "Z" and int(f[1]) == me:
+                out.append(int(d))
+    return out
+
+
+def test_twenty_rounds_leak_nothing(tmp_path):
+    t0, reasons, ids, pids = time.monotonic(), [], set(), set()
+    for i in range(ROUNDS):
+        for j, (reason, args, prog) in enumerate(CASES):
+            run = launch(tmp_path / f"r{i}-{j}", args, fault(*prog))
+            reasons.append(run.reason)
+            ids.add(run.launch_id)
+            pids |= {p for p, _ in run.pids}
+            assert run.code == 3 and run.reason == reason, (i, prog, run.out, run.err)
+            assert not left_behind(run), (i, prog, left_behind(run))
+    took = time.monotonic() - t0
+    assert reasons == [c[0] for c in CASES] * ROUNDS
+    assert len(ids) == ROUNDS * len(CASES)
+    assert not _marked(ids)
+    assert not kvtest_segments(pids)
+    assert not list(tmp_path.glob("*/state/*.json")), "state files of finished launches must be removed"
+    assert not _zombie_children()
+    assert took / (ROUNDS * len(CASES)) < 2.0, f"{took:.1f} s for {ROUNDS * len(CASES)} runs"
