@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kvplan import __version__
 
     parser = argparse.ArgumentParser(
-        prog="kvplan", description="What every GPU rank and host will allocate for an SGLang launch, "
+        prog="kvplan", description="What every GPU rank and host will allocate for an SGLang or vLLM launch, "
         "before you launch it.")
     parser.add_argument("--version", action="version", version=f"kvplan {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
