@@ -90,9 +90,11 @@ def test_explain_streams_a_large_log_in_bounded_memory(tmp_path):
             f.write(line * 1000)
     import subprocess
 
-    # run explain in a child that reports its own peak RSS (RUSAGE_CHILDREN would mix in earlier children)
-    code = ("import json, resource, sys; from kvplan.cli.main import main; rc = main(sys.argv[1:]); "
-            "sys.stderr.write('PEAK %d' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+    # run explain in a child that reports its own peak RSS: VmHWM of its own address space (ru_maxrss would
+    # include the forking parent's RSS, which exec carries over on Linux)
+    code = ("import re, sys; from kvplan.cli.main import main; rc = main(sys.argv[1:]); "
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
+            "sys.stderr.write('PEAK ' + hwm); sys.exit(rc)")
     out = subprocess.run([sys.executable, "-c", code, "explain", str(p), "--json", "--gpu", "h100",
                           "--engine-version", "0.4.1", "--model-config",
                           str(ROOT / "tests" / "data" / "llama31_8b_config.json")], capture_output=True, text=True,
