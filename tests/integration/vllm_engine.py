@@ -165,6 +165,26 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
         raise EngineError(f"engine process group {pgid} still has live members after SIGKILL: {left}")
 
 
+def wait_healthy(proc: subprocess.Popen, base: str, t0: float, timeout_s: float, log_path: Path | str,
+                 argv: list[str]) -> None:
+    """Poll /health until it answers 200; EngineError (with the log tail) if the process dies or time runs out."""
+    while True:
+        if proc.poll() is not None:
+            raise EngineError(f"vLLM exited with code {proc.returncode} before /health answered "
+                              f"({time.monotonic() - t0:.0f} s)\nCMD {' '.join(argv)}\n--- log tail ---\n"
+                              f"{log_tail(log_path)}")
+        if time.monotonic() > t0 + timeout_s:
+            raise EngineError(f"vLLM /health did not answer within {timeout_s:.0f} s\n"
+                              f"CMD {' '.join(argv)}\n--- log tail ---\n{log_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(1.0)
+
+
 def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] | None = None, *,
                log_path: Path, python: Path | None = None, health_timeout_s: float = 240.0,
                smoke_request: bool = True) -> EngineRun:
@@ -190,22 +210,7 @@ def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, st
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full_env,
                                 start_new_session=True)
     try:
-        deadline = t0 + health_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise EngineError(f"vLLM exited with code {proc.returncode} before /health answered "
-                                  f"({time.monotonic() - t0:.0f} s)\nCMD {' '.join(argv)}\n--- log tail ---\n"
-                                  f"{log_tail(log_path)}")
-            if time.monotonic() > deadline:
-                raise EngineError(f"vLLM /health did not answer within {health_timeout_s:.0f} s\n"
-                                  f"CMD {' '.join(argv)}\n--- log tail ---\n{log_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(1.0)
+        wait_healthy(proc, base, t0, health_timeout_s, log_path, argv)
         run.startup_s = time.monotonic() - t0
         with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
             run.info = parse_cache_config_info(r.read().decode())

@@ -51,3 +51,12 @@ def installed_version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
+
+
+def select_row(rows, version: Version):
+    """The last row of a version table (rows sorted by ``since``) whose ``since`` is at or below ``version``."""
+    row = rows[0]
+    for r in rows:
+        if version >= Version(r.since):
+            row = r
+    return row

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version
+from kvplan.engines.versions import Version, installed_version, select_row
 from kvplan.errors import UnknownVersion
 
 OLDEST = "0.4.0"
@@ -62,8 +62,4 @@ def rules_for(version: str) -> SGLangRules:
     if v < Version(OLDEST) or v > Version(NEWEST + ".post99"):
         raise UnknownVersion(f"SGLang {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
                              f"pass --engine-version between {OLDEST} and {NEWEST}")
-    row = ROWS[0]
-    for r in ROWS:
-        if v >= Version(r.since):
-            row = r
-    return row
+    return select_row(ROWS, v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version
+from kvplan.engines.versions import Version, installed_version, select_row
 from kvplan.errors import UnknownVersion
 
 OLDEST = "0.6.0"
@@ -138,11 +138,7 @@ def rules_for(version: str) -> VLLMRules:
     if v < Version(OLDEST) or v.key[:4] > Version(NEWEST).key[:4]:
         raise UnknownVersion(f"vLLM {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
                              f"pass --engine-version between {OLDEST} and {NEWEST}")
-    row = ROWS[0]
-    for r in ROWS:
-        if v >= Version(r.since):
-            row = r
-    return row
+    return select_row(ROWS, v)
 
 
 def flag_problem(flag: str, version: str) -> str | None:
