@@ -62,8 +62,8 @@ def launch_start(tokens: list[str]) -> int | None:
     from kvplan.errors import KvplanError
 
     for i, tok in enumerate(tokens):
-        if tok.startswith("-") or _ASSIGN.match(tok):
-            continue
+        if tok.startswith("-") or _ASSIGN.match(tok) or any(c in tok for c in " \n\t"):
+            continue  # a whole script in one argument is searched as a script (find_in_tokens)
         try:
             detect_engine(split_command(tokens[i:]))
         except KvplanError:
@@ -127,6 +127,8 @@ def find_in_script(text: str, env: Mapping[str, str] | None = None, depth: int =
             continue
         hit = find_in_tokens(words, scope, depth)
         if hit is not None:
-            hit.unresolved = sorted(set(missing) | set(hit.unresolved))
+            left = set(missing) | set(hit.unresolved)  # only what the launch itself still shows
+            hit.unresolved = sorted(v for v in left if any(f"${v}" in t or f"${{{v}" in t or f"$({v})" in t
+                                                           for t in hit.argv))
             return hit
     return None
