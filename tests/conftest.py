@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,14 @@ def check_json(hw: list[str], cmd: list[str]) -> tuple[int, dict]:
 @pytest.fixture
 def incident() -> tuple[list[str], list[str]]:
     return list(INCIDENT_HW), list(INCIDENT_CMD)
+
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "logcorpus"  # ../shared/logcorpus beside the clone (CI has it there too)
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The real-log corpus (README.md, cases.jsonl, throughput.jsonl, raw/); a missing corpus fails, never skips."""
+    assert (CORPUS / "cases.jsonl").is_file(), f"logcorpus not found at {CORPUS} (CI has ../shared beside the clone)"
+    return CORPUS
