@@ -105,7 +105,8 @@ class ExplainResult:
 
 
 def _detect(lines: Iterator[str]) -> tuple[str, list[str]]:
-    from kvplan.logs import sglang, vllm
+    from kvplan.engines.sglang import log as sglang
+    from kvplan.engines.vllm import log as vllm
 
     head = list(islice(lines, SNIFF_LINES))
     votes = {"sglang": sum(1 for ln in head if sglang.looks_like(ln)),
@@ -119,7 +120,8 @@ def _detect(lines: Iterator[str]) -> tuple[str, list[str]]:
 
 def parse_log(path: str) -> LogFacts:
     """Detect the engine and parse the whole log (streamed)."""
-    from kvplan.logs import sglang, vllm
+    from kvplan.engines.sglang import log as sglang
+    from kvplan.engines.vllm import log as vllm
     from kvplan.logs.reader import iter_lines
 
     lines = iter_lines(path)

@@ -1,4 +1,4 @@
-"""SGLang log parser (kvplan.logs.sglang): the corpus cases of ../shared/logcorpus, the literal examples of
+"""SGLang log parser (kvplan.engines.sglang.log): the corpus cases of ../shared/logcorpus, the literal examples of
 ../shared/reference/sglang-memory.md (sections 2.5 and 3), ServerArgs dumps, interleaved ranks, and fuzzing.
 
 Which rank a corpus case's figures belong to: the case records one rank's figures without naming it. They are
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvplan.logs import sglang
+from kvplan.engines.sglang import log as sglang
 from kvplan.logs.facts import LogFacts, RankFacts
 from kvplan.logs.reader import iter_lines
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kvplan.engines.vllm.log import looks_like, parse
 from kvplan.logs.facts import LogFacts
 from kvplan.logs.reader import iter_lines
-from kvplan.logs.vllm import looks_like, parse
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
 VRUNS = Path("/tmp/vruns")
