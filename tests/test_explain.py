@@ -70,7 +70,7 @@ def test_fidelity_harness_no_regression():
 
 
 def test_version_from_format_hints():
-    from kvplan.explain import _version_from_hint
+    from kvplan.engines.versions import newest_allowed as _version_from_hint
 
     assert _version_from_hint("<=0.5.15 (ServerArgs dump); <=0.4.3 (Load weight end without mem usage)") == "0.4.3"
     assert _version_from_hint("0.5.15+ (KV line has dtype:)") == "0.5.15"

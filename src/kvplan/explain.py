@@ -211,29 +211,11 @@ def _version(facts: LogFacts, given: str | None) -> tuple[str, str]:
         from kvplan.engines.vllm.rules import NEWEST
     else:
         from kvplan.engines.sglang.rules import NEWEST
-    guess = _version_from_hint(facts.version_hint or "") or NEWEST
+    from kvplan.engines.versions import newest_allowed
+
+    guess = newest_allowed(facts.version_hint or "") or NEWEST
     hint = f" (formats: {facts.version_hint})" if facts.version_hint else ""
     return guess, f"not printed in the log{hint}; assumed {guess}, pass --engine-version"
-
-
-def _version_from_hint(hint: str) -> str | None:
-    """The newest version every format marker allows: the lowest '<=X' or range end, not below any 'X+'."""
-    import re
-
-    from kvplan.engines.versions import Version
-
-    v = r"(\d+\.\d+(?:\.\d+)?)"
-    uppers = re.findall(r"<=\s*" + v, hint) + re.findall(v + r"\s*[–-]\s*" + v, hint)
-    uppers = [u[1] if isinstance(u, tuple) else u for u in uppers]
-    lowers = re.findall(v + r"\+", hint) + [u[0] for u in re.findall(v + r"\s*[–-]\s*" + v, hint)]
-    try:
-        top = min((Version(u) for u in uppers), default=None)
-        low = max((Version(x) for x in lowers), default=None)
-    except KvplanError:
-        return None
-    if top is not None and (low is None or low <= top):
-        return top.text
-    return low.text if low is not None else None
 
 
 def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, Any]:

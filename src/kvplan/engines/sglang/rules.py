@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version, select_row
-from kvplan.errors import UnknownVersion
+from kvplan.engines.versions import installed_version, require_known, select_row
 
 OLDEST = "0.4.0"
 NEWEST = "0.5.23"  # newest release read (PyPI, 2026-11-29)
@@ -58,8 +57,4 @@ def default_version() -> tuple[str, str]:
 
 
 def rules_for(version: str) -> SGLangRules:
-    v = Version(version)
-    if v < Version(OLDEST) or v > Version(NEWEST + ".post99"):
-        raise UnknownVersion(f"SGLang {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
-                             f"pass --engine-version between {OLDEST} and {NEWEST}")
-    return select_row(ROWS, v)
+    return select_row(ROWS, require_known(version, OLDEST, NEWEST, "SGLang"))

@@ -32,11 +32,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from kvplan.engines.versions import Version
 from kvplan.logs.facts import LogFacts, RankFacts
 
 N = r"(-?\d+(?:\.\d+)?)"
 G = r" ?GiB"
-INF = (99,)
+LATEST = "99.0"  # "and later" in a format hint
 PREFIX = re.compile(r"\((\w[\w.-]*?)(?: rank=(\d+)| (TP\d+))? pid=(\d+)(?:, ip=[\w.:-]+)?\)")
 HEADER = re.compile(r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) +\d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\] ?")
 TOKEN = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[()\[\]{}<>,]""")
@@ -110,23 +111,24 @@ VLLM_ONLY = ("vLLM API server version", "LLM engine (v", "non-default args: {", 
              "Avg generation throughput", "GPU KV cache usage")
 # marker -> (generation, first version, last version, what shows it); version_hint is their intersection
 HINTS = {
-    "loadgb": ("", (0, 4), (0, 7, 99), "'Loading model weights took X GB'"),
-    "load_gb": ("V0", (0, 8), (0, 10, 99), "'Model loading took X GB'"),
-    "load_gib": ("V1", (0, 8), (0, 11, 99), "'Model loading took X GiB and'"),
-    "load_mem4": ("V1", (0, 12), (0, 13, 99), "'Model loading took X.XXXX GiB memory'"),
-    "load_mem2": ("V1", (0, 14), INF, "'Model loading took X.XX GiB memory'"),
-    "prof_one": ("V0", (0, 6, 4), (0, 6, 4), "one-line profiling results"),
-    "prof_multi": ("V0", (0, 6, 5), (0, 6, 6), "multi-line profiling table"),
-    "prof_worker": ("V0", (0, 6, 6), (0, 10, 99), "worker.py profiling lines"),
-    "blocks_v0": ("V0", (0, 2), (0, 6, 99), "'# GPU blocks, # CPU blocks'"),
-    "blocks_cuda": ("V0", (0, 7), (0, 10, 99), "'# cuda blocks'"), "pool": ("V1", (0, 21), INF, "CUDA graph pool line"),
-    "blocks_v1": ("V1", (0, 7), (0, 7, 99), "'# GPU blocks' alone"), "est": ("V1", (0, 18), INF, "CUDA graph estimate"),
-    "avail": ("V1", (0, 9, 2), INF, "'Available KV cache memory'"), "kv_one": ("V1", (0, 28), INF, "one-line KV size"),
-    "kv_two": ("V1", (0, 8), (0, 27, 99), "two-line KV size"), "kv_dev": ("V1", (0, 30), INF, "device word in KV size"),
-    "v1prefix": ("V1", (0, 10), INF, "Worker_/EngineCore_ prefixes"),
-    "tpprefix": ("V1", (0, 10), (0, 10, 99), "'VllmWorker TPn' prefix"),
-    "rankprefix": ("V1", (0, 8), (0, 9, 99), "'VllmWorker rank=' prefix"),
-    "v0prefix": ("V0", (0, 4), (0, 10, 99), "VllmWorkerProcess prefix"),
+    "loadgb": ("", "0.4", "0.7.99", "'Loading model weights took X GB'"),
+    "load_gb": ("V0", "0.8", "0.10.99", "'Model loading took X GB'"),
+    "load_gib": ("V1", "0.8", "0.11.99", "'Model loading took X GiB and'"),
+    "load_mem4": ("V1", "0.12", "0.13.99", "'Model loading took X.XXXX GiB memory'"),
+    "load_mem2": ("V1", "0.14", LATEST, "'Model loading took X.XX GiB memory'"),
+    "prof_one": ("V0", "0.6.4", "0.6.4", "one-line profiling results"),
+    "prof_multi": ("V0", "0.6.5", "0.6.6", "multi-line profiling table"),
+    "prof_worker": ("V0", "0.6.6", "0.10.99", "worker.py profiling lines"),
+    "blocks_v0": ("V0", "0.2", "0.6.99", "'# GPU blocks, # CPU blocks'"),
+    "blocks_cuda": ("V0", "0.7", "0.10.99", "'# cuda blocks'"), "pool": ("V1", "0.21", LATEST, "CUDA graph pool line"),
+    "blocks_v1": ("V1", "0.7", "0.7.99", "'# GPU blocks' alone"), "est": ("V1", "0.18", LATEST, "CUDA graph estimate"),
+    "avail": ("V1", "0.9.2", LATEST, "'Available KV cache memory'"),
+    "kv_one": ("V1", "0.28", LATEST, "one-line KV size"),
+    "kv_two": ("V1", "0.8", "0.27.99", "two-line KV size"), "kv_dev": ("V1", "0.30", LATEST, "device word in KV size"),
+    "v1prefix": ("V1", "0.10", LATEST, "Worker_/EngineCore_ prefixes"),
+    "tpprefix": ("V1", "0.10", "0.10.99", "'VllmWorker TPn' prefix"),
+    "rankprefix": ("V1", "0.8", "0.9.99", "'VllmWorker rank=' prefix"),
+    "v0prefix": ("V0", "0.4", "0.10.99", "VllmWorkerProcess prefix"),
 }
 SINGLE = {"EngineCore", "APIServer", "Worker", "VllmWorker"}
 FLOATS = ("_gib", "concurrency", "utilization", "swap_space", "KVCACHE_SPACE")
@@ -295,8 +297,8 @@ def _config(st: _State, line: str) -> bool:
     return hit
 
 
-def _fmt(v: tuple[int, ...]) -> str:
-    return ".".join(str(x) for x in (v[:-1] if v[-1] == 99 else v))
+def _fmt(v: Version) -> str:
+    return v.text.removesuffix(".99")  # "0.7.99": every 0.7 release
 
 
 def _hint(keys: set[str]) -> str | None:
@@ -304,11 +306,11 @@ def _hint(keys: set[str]) -> str | None:
     if not picked:
         return None
     gen = "/".join(sorted({g for g, *_ in picked if g})) or "V0/V1"
-    lo, hi = max(p[1] for p in picked), min(p[2] for p in picked)
+    lo, hi = max(Version(p[1]) for p in picked), min(Version(p[2]) for p in picked)
     what = ", ".join(p[3] for p in picked)
     if lo > hi:
         return f"{gen} (mixed formats: {what})"
-    span = f">= {_fmt(lo)}" if hi == INF else _fmt(lo) if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}–{_fmt(hi)}"
+    span = f">= {_fmt(lo)}" if hi == Version(LATEST) else _fmt(lo) if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}–{_fmt(hi)}"
     return f"{gen} {span} ({what})"
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version, select_row
-from kvplan.errors import UnknownVersion
+from kvplan.engines.versions import Version, installed_version, require_known, select_row
 
 OLDEST = "0.6.0"
 NEWEST = "0.33.0"  # newest release read (PyPI)
@@ -133,12 +132,8 @@ ADDED_FLAGS: dict[str, str] = {
 
 
 def rules_for(version: str) -> VLLMRules:
-    v = Version(version)
     # any pre/post/local build of NEWEST (0.33.0rc1, 0.33.0.post1, 0.33.0+cu129) keeps NEWEST's rules
-    if v < Version(OLDEST) or v.key[:4] > Version(NEWEST).key[:4]:
-        raise UnknownVersion(f"vLLM {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
-                             f"pass --engine-version between {OLDEST} and {NEWEST}")
-    return select_row(ROWS, v)
+    return select_row(ROWS, require_known(version, OLDEST, NEWEST, "vLLM"))
 
 
 def flag_problem(flag: str, version: str) -> str | None:
