@@ -53,8 +53,9 @@ def tokenize(command: Sequence[str] | str) -> list[str]:
     return [t for t in tokens if t not in ("\\", "\\\n", "") and t.strip() != "\\"]
 
 
-def split_command(command: Sequence[str] | str) -> LaunchCommand:
-    """Separate env prefixes and wrappers from the program and its flags."""
+def split_command(command: Sequence[str] | str, clis: Sequence[str] = ()) -> LaunchCommand:
+    """Separate env prefixes and wrappers from the program and its flags; ``clis``: programs whose first word is a
+    subcommand (``sglang serve``, ``vllm serve``; kvplan.engines.split_command passes every engine's)."""
     tokens = tokenize(command)
     if not tokens:
         raise KvplanError("empty launch command", "give it after --, e.g. -- python -m sglang.launch_server ...")
@@ -72,7 +73,7 @@ def split_command(command: Sequence[str] | str) -> LaunchCommand:
     exe = rest[0].rsplit("/", 1)[-1]
     if re.fullmatch(r"python[0-9.]*", exe) and len(rest) >= 3 and rest[1] == "-m":
         prog_len = 3
-    elif exe in ("sglang", "vllm") and len(rest) >= 2 and not rest[1].startswith("-"):
+    elif exe in clis and len(rest) >= 2 and not rest[1].startswith("-"):
         prog_len = 2  # `sglang serve`, `vllm serve`
     return LaunchCommand(argv=tuple(tokens), env=env, program=tuple(rest[:prog_len]), args=tuple(rest[prog_len:]))
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import replace
-
-from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.base import Engine
+from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
@@ -33,14 +31,19 @@ def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules) -> dict | None
             "flags": {"--hicache-size": str(size), "--hicache-ratio": None}}
 
 
-class SGLangEngine:
+class SGLangEngine(Engine):
     name = "sglang"
-
-    def matches(self, cmd: LaunchCommand) -> bool:
-        return cmd.runs(MODULES, "sglang")
+    display_name = "SGLang"
+    modules = MODULES
+    cli = "sglang"
+    launch_hint = "`python -m sglang.launch_server ...`, `sglang serve ...`"
+    findings_package = "kvplan.engines.sglang.findings"
 
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
+
+    def flag_table(self) -> tuple[Flag, ...]:
+        return FLAGS
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
         from kvplan.hardware.cluster import resolve_cluster
@@ -104,15 +107,6 @@ class SGLangEngine:
                     per_replica=replica, settings=settings,
                     assumptions=gpu.assumptions)
 
-    def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes) -> Plan:
-        """The same launch with some SGLangArgs fields changed (levers are plans, not new formulas)."""
-        return self.plan(cmd, options, replace(parse_sglang(cmd), **changes))
-
-    def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str:
-        """The user's command with flags set (value ""/"true" for booleans) or removed (None)."""
-        from kvplan.engines.cmdline import rewrite_flags
-
-        return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, FLAGS))
 
 
 ENGINE = SGLangEngine()

@@ -7,7 +7,8 @@ import shlex
 from dataclasses import replace
 from typing import Any
 
-from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.base import Engine
+from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
@@ -62,14 +63,19 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> dict | None:
                     "a 10 GiB OS reserve)", "flags": {name: str(value)}}
 
 
-class VLLMEngine:
+class VLLMEngine(Engine):
     name = "vllm"
-
-    def matches(self, cmd: LaunchCommand) -> bool:
-        return cmd.runs(MODULES, "vllm")
+    display_name = "vLLM"
+    modules = MODULES
+    cli = "vllm"
+    launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
+    findings_package = "kvplan.engines.vllm.findings"
 
     def parse(self, cmd: LaunchCommand) -> VLLMArgs:
         return parse_vllm(cmd)
+
+    def flag_table(self) -> tuple[Flag, ...]:
+        return FLAGS
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
         from kvplan.engines.vllm.installed import installed_vllm
@@ -217,9 +223,6 @@ class VLLMEngine:
         if args.swap_space and rules.swap_space == "allocates":
             tiers.append(hosts.swap_tier(args, ranks_node, bytes_per_block))
         return tiers
-
-    def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes: Any) -> Plan:
-        return self.plan(cmd, options, replace(parse_vllm(cmd), **changes))
 
     def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str:
         from kvplan.engines.cmdline import rewrite_flags

@@ -3,7 +3,7 @@ on the GPU, so HiCache does not raise how many requests run at once."""
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 from kvplan.units import GB
 

@@ -3,7 +3,7 @@ each rank holds distinct requests (the what-if is a second Plan, not a second fo
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 
 ID = "mla-replicated-kv"

@@ -5,7 +5,7 @@ protocol" (error); later versions only warn that L2 effectiveness is reduced."""
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 
 ID = "hicache-smaller-than-device"

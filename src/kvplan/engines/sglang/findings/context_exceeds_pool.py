@@ -3,7 +3,7 @@ SGLang caps max_req_len at the pool size (``max_req_len = min(context_len - 1, t
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 
 ID = "context-exceeds-pool"

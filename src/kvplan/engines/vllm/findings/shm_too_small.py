@@ -3,7 +3,7 @@ container's default /dev/shm (64 MiB) cannot hold it (0.28+ raises "Insufficient
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 from kvplan.units import GiB
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from kvplan.engines.base import FindingContext as Context
 from kvplan.engines.sglang.calibration import RECOMMENDED_AVAIL
-from kvplan.findings import Context
 from kvplan.result import Finding
 from kvplan.units import GiB
 

@@ -3,8 +3,8 @@ rejects the whole command ("unrecognized arguments")."""
 
 from __future__ import annotations
 
+from kvplan.engines.base import FindingContext as Context
 from kvplan.engines.versions import Version
-from kvplan.findings import Context
 from kvplan.result import Finding
 
 ID = "flag-removed"

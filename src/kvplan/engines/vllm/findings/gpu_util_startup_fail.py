@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 from kvplan.units import GiB
 

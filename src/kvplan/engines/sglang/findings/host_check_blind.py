@@ -3,7 +3,7 @@ so TP ranks all pass and oversubscribe together (fixed in 0.5.20 by PR #35540)."
 
 from __future__ import annotations
 
-from kvplan.findings import Context
+from kvplan.engines.base import FindingContext as Context
 from kvplan.result import Finding
 from kvplan.units import GB, GiB
 

@@ -1,0 +1,103 @@
+"""The contract every engine package implements: ``Engine``, an ABC with typed results.
+
+An engine package (``kvplan/engines/<name>/``) owns everything that is true of one serving engine and nothing
+else: its launch flags and version table, its memory model, its host-tier semantics, the finding rules only its
+launches can trigger, the dialect of its logs, the figures ``explain`` compares, the levers ``diagnose`` prices,
+its ports, health paths and metric names. Code outside ``kvplan/engines/`` asks the registry
+(``kvplan.engines.get_engine``) and never names an engine. What a third engine needs is in the README's
+developer notes ("Adding an engine"); ``tests/fake_engine`` is a minimal complete one.
+
+Engines import downward only (errors, units, options, result, models, hardware, logs); the import-linter
+contract in pyproject.toml keeps cli, explain, diagnose, launch, report and findings out of this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Protocol, cast
+
+from kvplan.engines.cmdline import LaunchCommand
+from kvplan.options import PlanOptions
+from kvplan.result import Finding, Plan
+
+
+class EngineArgs(Protocol):
+    """What an engine's parsed launch (a frozen dataclass: SGLangArgs, VLLMArgs) offers generic code."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def world_size(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class FindingContext:
+    """What a finding rule reads: the Plan, and ``replan(**changes)`` for a what-if Plan of the same launch with
+    some engine-args fields changed (a what-if is a new Plan, never a second formula)."""
+
+    plan: Plan
+    replan: Callable[..., Plan] | None = None
+
+
+class FindingRule(Protocol):
+    """A rule module: ``ID`` and ``check(ctx) -> list[Finding]`` (one rule per file; see findings/)."""
+
+    ID: str
+
+    def check(self, ctx: FindingContext) -> list[Finding]: ...
+
+
+class Engine(ABC):
+    """One serving engine. Subclasses set the class attributes and implement the abstract methods; every other
+    method has a neutral default (no levers, no extra comparisons) that an engine overrides when it knows more."""
+
+    name: ClassVar[str]  # registry key; Plan.engine and LogFacts.engine carry it
+    display_name: ClassVar[str]  # as people write it: "SGLang", "vLLM"
+    modules: ClassVar[tuple[str, ...]] = ()  # `python -m <module>` launchers
+    cli: ClassVar[str | None] = None  # `<cli> serve ...`
+    launch_hint: ClassVar[str] = ""  # how its launch command looks, for "not a known engine launch command"
+    findings_package: ClassVar[str | None] = None  # e.g. "kvplan.engines.sglang.findings" (its RULES: position, name)
+
+    # ---- a launch ----
+    def matches(self, cmd: LaunchCommand) -> bool:
+        """True when ``cmd`` runs this engine (``python -m <module>`` or ``<cli> serve``)."""
+        return cmd.runs(self.modules, self.cli or "")
+
+    @abstractmethod
+    def parse(self, cmd: LaunchCommand) -> EngineArgs:
+        """The launch's flags and environment, resolved the engine's way (bad values raise KvplanError)."""
+
+    @abstractmethod
+    def plan(self, cmd: LaunchCommand, options: PlanOptions, args: Any = None) -> Plan:
+        """What every rank, node and replica of this launch allocates (``args``: already parsed, maybe changed)."""
+
+    def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes: Any) -> Plan:
+        """The same launch with some parsed-args fields changed: levers and what-ifs are Plans, not formulas."""
+        return self.plan(cmd, options, replace(self.parse(cmd), **changes))
+
+    @abstractmethod
+    def flag_table(self) -> Sequence[Any]:
+        """The engine's flags (cmdline.Flag) as its argparse declares them."""
+
+    def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str:
+        """The user's command with flags set (``""`` for a boolean flag) or removed (None), quoted for a shell."""
+        from kvplan.engines.cmdline import rewrite_flags
+
+        return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, self.flag_table()))
+
+    # ---- findings ----
+    def finding_rules(self) -> list[tuple[int, FindingRule]]:
+        """This engine's own finding rules with their positions (rules of equal severity are reported in position
+        order, generic rules included: see kvplan.findings.GENERIC)."""
+        if not self.findings_package:
+            return []
+        pkg = importlib.import_module(self.findings_package)
+        return [(pos, _rule(f"{self.findings_package}.{mod}")) for pos, mod in pkg.RULES]
+
+
+def _rule(module: str) -> FindingRule:
+    return cast(FindingRule, importlib.import_module(module))  # a module with ID and check() is a FindingRule
