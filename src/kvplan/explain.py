@@ -71,7 +71,7 @@ class ExplainResult:
         f, r = self.facts, self.facts.first_rank()
         out: dict[str, Any] = {"kv_tokens": f.kv_tokens if f.kv_tokens is not None else (r.kv_tokens if r else None)}
         if out["kv_tokens"] is None and f.gpu_blocks and self.check is not None:  # V0 prints blocks, not tokens
-            out["kv_tokens"] = f.gpu_blocks * self.check.plan.settings.get("block_size", 16)
+            out["kv_tokens"] = f.gpu_blocks * getattr(self.check.plan.settings, "block_size", 16)
         if self.engine == "vllm":
             out.update(kv_blocks=f.gpu_blocks, max_concurrency=f.max_concurrency, concurrency_len=f.concurrency_len)
         if r is not None:
@@ -92,8 +92,9 @@ class ExplainResult:
             if self.engine == "vllm":
                 pred.update(kv_blocks=p.per_rank.kv_blocks, max_concurrency=p.per_replica.max_concurrency)
             else:
-                pred.update(headroom_after_pools_gib=round(p.per_rank.headroom_after_pools_bytes / 2**30, 3),
-                            headroom_after_graphs_gib=round(p.per_rank.headroom_after_graphs_bytes / 2**30, 3))
+                pool = p.per_rank.static
+                pred.update(headroom_after_pools_gib=round(pool.headroom_after_pools_bytes / 2**30, 3) if pool else 0,
+                            headroom_after_graphs_gib=round(pool.headroom_after_graphs_bytes / 2**30, 3) if pool else 0)
             if p.per_rank.host_kv_bytes:
                 pred["host_kv_bytes"] = p.per_rank.host_kv_bytes
         return {"engine": self.engine, "engine_version": self.engine_version, "version_source": self.version_source,

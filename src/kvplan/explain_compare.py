@@ -3,6 +3,8 @@ tolerance the log's own rounding leaves (its GiB figures have two decimals) and 
 
 from __future__ import annotations
 
+from kvplan.engines.sglang.settings import sglang_settings
+from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.explain import Comparison
 from kvplan.logs.facts import LogFacts
 from kvplan.result import Plan
@@ -41,19 +43,20 @@ def _sglang(facts: LogFacts, plan: Plan) -> list[Comparison]:
         out.append(Comparison("kv_pool_gib", "per rank", pool_obs, round(pred, 3), _rel(2 * HALF_CENT, pool_obs),
                               "K + V buffers, one extra page included"))
     if obs_rank.weights_gib is not None:
-        ckpt = plan.settings.get("checkpoint_weights_bytes_per_rank")
+        ckpt = sglang_settings(plan).checkpoint_weights_bytes_per_rank
         if ckpt:
             c = Comparison("weights_gib", "per rank", obs_rank.weights_gib, round(ckpt / GiB, 3), 0.03,
                            "log vs kvplan's checkpoint-based estimate (3 %: norms, biases, replicated pieces)")
             out.append(c)
-    if obs_rank.pool_end_avail_gib is not None:
-        pred = r.headroom_after_pools_bytes / GiB
+    pool = r.static
+    if obs_rank.pool_end_avail_gib is not None and pool is not None:
+        pred = pool.headroom_after_pools_bytes / GiB
         out.append(Comparison("pool_end_avail_gib", "per rank", obs_rank.pool_end_avail_gib, round(pred, 3),
                               _rel(0.25, max(obs_rank.pool_end_avail_gib, 0.01)),
                               "free after KV + req_to_token (+0.17 GiB metadata); ± 0.25 GiB"))
-    if obs_rank.graph_mem_gib is not None:
+    if obs_rank.graph_mem_gib is not None and pool is not None:
         out.append(Comparison("cuda_graph_gib", "per rank", obs_rank.graph_mem_gib,
-                              round(r.cuda_graph_bytes / GiB, 3), 0.5, "kvplan's graph figure is a calibration"))
+                              round(pool.cuda_graph_bytes / GiB, 3), 0.5, "kvplan's graph figure is a calibration"))
     if obs_rank.host_pool_gb is not None and r.host_kv_bytes:
         out.append(Comparison("host_kv_gb", "per rank", obs_rank.host_pool_gb, round(r.host_kv_bytes / 1e9, 2),
                               _rel(0.005, obs_rank.host_pool_gb), "decimal GB, as SGLang prints it"))
@@ -61,16 +64,16 @@ def _sglang(facts: LogFacts, plan: Plan) -> list[Comparison]:
 
 
 def _vllm(facts: LogFacts, plan: Plan) -> list[Comparison]:
-    r, rep, s, out = plan.per_rank, plan.per_replica, plan.settings, []
-    bpb = s.get("bytes_per_block") or 1
-    avail = (s.get("kv_budget_bytes_per_rank") or 0) / GiB
+    r, rep, s, out = plan.per_rank, plan.per_replica, vllm_settings(plan), []
+    bpb = s.bytes_per_block or 1
+    avail = s.kv_budget_bytes_per_rank / GiB
     slack_blocks = HALF_CENT * GiB / bpb + 1  # a budget printed as X.XX GiB
     if facts.gpu_blocks is not None:
         out.append(Comparison("kv_blocks", "per rank", facts.gpu_blocks, r.kv_blocks,
                               slack_blocks / max(facts.gpu_blocks, 1), "minimum across workers, null block included"))
     if facts.kv_tokens is not None:
         c = Comparison("kv_tokens", "per replica", facts.kv_tokens, rep.kv_tokens,
-                       slack_blocks * s.get("block_size", 16) / max(facts.kv_tokens, 1))
+                       slack_blocks * s.block_size / max(facts.kv_tokens, 1))
         if c.ok is False:
             c.note = ("likely cause: block size or KV dtype chosen by the attention backend, max_model_len, or a "
                       "different capacity formula for this version")
@@ -82,9 +85,9 @@ def _vllm(facts: LogFacts, plan: Plan) -> list[Comparison]:
                               round(rep.max_concurrency or 0, 4), tol))
     fr = facts.first_rank()
     if fr is not None and fr.weights_gib is not None:
-        ckpt = s.get("checkpoint_weights_bytes_per_rank") or r.weights_bytes
+        ckpt = s.checkpoint_weights_bytes_per_rank or r.weights_bytes
         out.append(Comparison("weights_gib", "per rank", fr.weights_gib, round(ckpt / GiB, 3), 0.03,
                               "log vs kvplan's checkpoint-based estimate"))
-    if fr is not None and fr.available_kv_gib is not None and not s.get("kv_budget_exact", False):
+    if fr is not None and fr.available_kv_gib is not None and not s.kv_budget_exact:
         out.append(Comparison("available_kv_gib", "per rank", fr.available_kv_gib, round(avail, 3), 0.05))
     return out

@@ -32,7 +32,7 @@ def test_arch(models, case_id):
     env = [f"{k}={v}" for k, v in c["env"].items()]
     r = check([*env, "python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(models / c["model"]),
                "--device", "cpu", *c["flags"]], engine_version="0.32.0", host_mem_gib=24)
-    assert r.plan.settings["block_size"] == c["block_size"]
+    assert r.plan.settings.block_size == c["block_size"]
     assert r.plan.per_rank.kv_blocks == c["num_gpu_blocks"]
     assert r.plan.per_replica.kv_tokens == c["kv_cache_size_tokens"]
     assert r.plan.per_replica.max_concurrency == pytest.approx(c["kv_cache_max_concurrency"], rel=1e-9)

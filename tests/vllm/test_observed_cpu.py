@@ -34,8 +34,8 @@ def test_replay(world, case_id):
     py = argv.index("python")
     argv[py] = str(world / "venv" / "bin" / "python")
     r = check(argv, host_mem_gib=24)
-    assert r.plan.engine_version == "0.32.0" and r.plan.settings["platform"] == "cpu"
-    assert r.plan.settings["block_size"] == c["block_size"]
+    assert r.plan.engine_version == "0.32.0" and r.plan.settings.platform == "cpu"
+    assert r.plan.settings.block_size == c["block_size"]
     assert r.plan.per_rank.kv_blocks == c["num_gpu_blocks"]
     assert r.plan.per_replica.kv_tokens == c["kv_cache_size_tokens"]
     assert r.plan.per_replica.max_concurrency == pytest.approx(c["kv_cache_max_concurrency"], rel=1e-9)

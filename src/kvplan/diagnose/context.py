@@ -71,7 +71,7 @@ def _observed(engine: str, facts: Any, srv: Any, ctx: PlanContext) -> None:
             r = f.first_rank()
             tokens = r.kv_tokens if r is not None else None
         if tokens is None and engine == "vllm" and f.gpu_blocks and ctx.plan is not None:
-            tokens = f.gpu_blocks * ctx.plan.settings.get("block_size", 16)
+            tokens = f.gpu_blocks * getattr(ctx.plan.settings, "block_size", 16)
         if tokens:
             ctx.observed_tokens, ctx.pool_source = int(tokens), src
             break
@@ -80,7 +80,7 @@ def _observed(engine: str, facts: Any, srv: Any, ctx: PlanContext) -> None:
             groups = ctx.plan.per_replica.dp_groups if ctx.plan is not None else 1
             ctx.max_running = f.max_running_requests * groups  # SGLang prints it per DP worker
     if ctx.max_running is None and ctx.plan is not None and engine == "vllm":
-        ctx.max_running = ctx.plan.settings.get("max_num_seqs")
+        ctx.max_running = getattr(ctx.plan.settings, "max_num_seqs", None)
 
 
 def plan_context(engine: str | None, facts: Any, srv: Any, user_cmd: Sequence[str] | None, options: dict[str, Any],

@@ -29,8 +29,12 @@ def _steps(p: Pricing, field: str, flag: str, label: str, start: float, top: flo
 
 
 def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    cur, s = p.current, p.current.settings
-    mfs, cell, base = s["mem_fraction_static"], cur.per_rank.kv_bytes_per_token, cur.per_rank.baseline_free_bytes
+    from kvplan.engines.sglang.settings import sglang_settings
+
+    cur = p.current
+    s, pool = sglang_settings(cur), cur.per_rank.static
+    mfs, cell = s.mem_fraction_static, cur.per_rank.kv_bytes_per_token
+    base = pool.baseline_free_bytes if pool else 0
 
     def mfs_note(x: float) -> str:
         add = (x - mfs) * base / cell if cell else 0
@@ -39,50 +43,52 @@ def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
 
     yield from _steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, MFS_MAX, skipped,
                       mfs_note)
-    if "fp8" not in str(s.get("kv_cache_dtype")):
+    if "fp8" not in s.kv_cache_dtype:
         yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"}, {"kv_cache_dtype": "fp8_e4m3"},
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
-    tp, dp = s["tp_size"], s["dp_size"]
-    if cur.model.get("is_mla") and tp > 1 and not s["enable_dp_attention"]:
+    tp, dp = s.tp_size, s.dp_size
+    if cur.model.is_mla and tp > 1 and not s.enable_dp_attention:
         yield LeverSpec("DP attention", {"--enable-dp-attention": "", "--dp-size": str(tp)},
                         {"enable_dp_attention": True, "dp_size": tp},
                         [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank "
                          f"holds its own requests ({tp} pools), attention weights are replicated per rank",
                          "the per-request decode speed changes with DP attention (not modelled)"])
     yield from _graphs(p, skipped)
-    two = {"--dp-size": str(dp * 2)} if not s["enable_dp_attention"] else {}
+    two = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
     yield LeverSpec("2 replicas", two, None,
-                    [f"a second copy on {s['world_size']} more GPUs"
+                    [f"a second copy on {s.world_size} more GPUs"
                      + (" (one launch with --dp-size; SGLang's router spreads requests)" if two else
                         " (a second launch behind a router)")], replicas=2)
-    if not s["hicache"]["enabled"]:
+    if not s.hicache.enabled:
         yield _hicache(p)
 
 
 def _graphs(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    s, w = p.current.settings, p.window
-    bs = s.get("cuda_graph_max_bs")
-    if not bs or s.get("cuda_graph_estimate") is None or w.running_max is None:
+    from kvplan.engines.sglang.settings import sglang_settings
+
+    s, w = sglang_settings(p.current), p.window
+    bs = s.cuda_graph_max_bs
+    if not bs or w.running_max is None:
         return
     target = max(8, math.ceil(w.running_max * 1.25 / 8) * 8)
     if target >= bs:
         return
     changes: dict = {"cuda_graph_max_bs": target}
     flags: dict = {"--cuda-graph-max-bs": str(target)}
-    seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s['cuda_graph_estimate']}"
+    seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s.cuda_graph_estimate}"
     notes = [f"captures decode graphs up to {target} (from {bs}; {w.running_max} ran at most); graph memory "
              f"{seen}", "SGLang sizes the KV pool before capturing graphs: at the same fraction the pool is "
              "unchanged; the memory freed makes a higher fraction safe"]
-    if s.get("mem_fraction_static_source") == "--mem-fraction-static":
+    if s.mem_fraction_static_source == "--mem-fraction-static":
         try:  # the engine's own default-fraction reserve for both batch sizes
-            d_old = p.replan(mem_fraction_static=None).settings["mem_fraction_static"]
-            d_new = p.replan(mem_fraction_static=None, cuda_graph_max_bs=target).settings["mem_fraction_static"]
+            d_old = sglang_settings(p.replan(mem_fraction_static=None)).mem_fraction_static
+            d_new = sglang_settings(p.replan(mem_fraction_static=None, cuda_graph_max_bs=target)).mem_fraction_static
         except Exception as e:  # noqa: BLE001
             skipped.append(f"cuda-graph-max-bs fraction credit: {e}")
             d_old = d_new = 0.0
         gain = round(d_new - d_old, 3)
         if gain >= 0.005:
-            x = round(s["mem_fraction_static"] + gain, 3)
+            x = round(s.mem_fraction_static + gain, 3)
             changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:g}"
             notes.append(f"SGLang's default reserve shrinks by {gain:.3f} of the GPU with the smaller graphs: "
                          f"the fraction goes up by as much")
@@ -97,8 +103,8 @@ def _hicache(p: Pricing) -> LeverSpec:
     changes: dict = {"enable_hierarchical_cache": True, "hicache_ratio": 2.0}
     size = None
     if p.host_known:
-        fix = (p.replan(**changes).settings.get("host_fix") or {}).get("flags", {})
-        size = fix.get("--hicache-size")
+        host_fix = p.replan(**changes).settings.host_fix
+        size = host_fix.flags.get("--hicache-size") if host_fix else None
     if size:
         flags.update({"--hicache-size": size, "--hicache-ratio": None})
         changes = {"enable_hierarchical_cache": True, "hicache_size": float(size)}
@@ -113,12 +119,14 @@ def _hicache(p: Pricing) -> LeverSpec:
 
 
 def vllm(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    s = p.current.settings
-    if not s["kv_budget_exact"] and s["platform"] == "cuda":
-        gmu = s["gpu_memory_utilization"]
+    from kvplan.engines.vllm.settings import vllm_settings
+
+    s = vllm_settings(p.current)
+    if not s.kv_budget_exact and s.platform == "cuda":
+        gmu = s.gpu_memory_utilization
         yield from _steps(p, "gpu_memory_utilization", "--gpu-memory-utilization", "gpu-util", gmu, GMU_MAX, skipped,
                           lambda x: f"+{x - gmu:.2f} × GPU memory per rank for the KV cache (ceil(total × u))")
-    elif s["kv_budget_exact"] and "--kv-memory-gib" not in s["kv_budget_source"]:
+    elif s.kv_budget_exact and "--kv-memory-gib" not in s.kv_budget_source:
         args = p.engine.parse(p.cmd)
         space = args.env.get("VLLM_CPU_KVCACHE_SPACE")
         note = "needs twice the KV memory free on the device / NUMA node (not checked)"
@@ -130,9 +138,9 @@ def vllm(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
             new = str(args.kv_cache_memory_bytes * 2)
             yield LeverSpec("KV memory ×2", {"--kv-cache-memory-bytes": new},
                             {"kv_cache_memory_bytes": int(new)}, [note])
-    if "fp8" not in str(s.get("kv_cache_dtype")):
+    if "fp8" not in s.kv_cache_dtype:
         yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8"}, {"kv_cache_dtype": "fp8"},
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
-    dp = s.get("data_parallel_size") or 1
+    dp = s.data_parallel_size or 1
     yield LeverSpec("2 replicas", {"--data-parallel-size": str(dp * 2)}, None,
-                    [f"a second engine on {s['world_size']} more GPU(s) (--data-parallel-size)"], replicas=2)
+                    [f"a second engine on {s.world_size} more GPU(s) (--data-parallel-size)"], replicas=2)

@@ -89,6 +89,16 @@ class Engine(ABC):
 
         return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, self.flag_table()))
 
+    # ---- host tiers ----
+    def describe_host_tiers(self, plan: Plan) -> list[str]:
+        """One phrase per host KV tier on a node: the user's number with its scope and unit, what is pinned, the node
+        total (host-oversubscribed quotes them)."""
+        return []
+
+    def host_check_refuses(self, plan: Plan) -> str | None:
+        """What the engine says when its own host check refuses the launch; None when nothing stops it."""
+        return None
+
     # ---- findings ----
     def finding_rules(self) -> list[tuple[int, FindingRule]]:
         """This engine's own finding rules with their positions (rules of equal severity are reported in position

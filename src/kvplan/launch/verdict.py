@@ -91,13 +91,13 @@ def _phase_row(out) -> str:
 def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
     """vLLM on CPU: the KV cache is host memory; size what fits from what the launch held before the KV pool."""
     plan = res.plan
-    if plan.engine != "vllm" or plan.settings.get("platform") != "cpu" or not plan.per_rank.kv_pool_bytes:
+    if plan.engine != "vllm" or getattr(plan.settings, "platform", None) != "cpu" or not plan.per_rank.kv_pool_bytes:
         return None
     ranks = max(1, plan.per_node.ranks)
     kv = plan.per_rank.kv_pool_bytes * ranks
     before = next((p.tree_bytes for p in out.phases if p.name == "kv_pool"), None)
     cause = (f"the plan puts the KV cache in host memory (vLLM CPU platform): {_g(plan.per_rank.kv_pool_bytes)} per "
-             f"rank x {ranks} rank(s) = {_g(kv)} on this node ({plan.settings.get('kv_budget_source', '')})")
+             f"rank x {ranks} rank(s) = {_g(kv)} on this node ({getattr(plan.settings, 'kv_budget_source', '')})")
     if before is None:
         return cause, [], None
     limit = limits.host_budget

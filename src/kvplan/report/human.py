@@ -20,47 +20,50 @@ def _host(n: int) -> str:
 
 
 def _sglang_rows(p) -> list[tuple[str, str, str]]:
-    r, s = p.per_rank, p.settings
-    rows = [("free before weights (P)", _gib(r.baseline_free_bytes), "engine baseline after dist init"),
+    from kvplan.engines.sglang.settings import sglang_settings
+
+    r, s, pool = p.per_rank, sglang_settings(p), p.per_rank.static
+    rows = [("free before weights (P)", _gib(pool.baseline_free_bytes), "engine baseline after dist init"),
             ("weights", _gib(r.weights_bytes), "per rank")]
-    if r.mem_fraction_static is not None:
-        rows.append(("mem_fraction_static", f"{r.mem_fraction_static:g}", str(s.get("mem_fraction_static_source"))))
-    mla = " · MLA replicated per rank" if p.model.get("is_mla") else ""
-    rows += [("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.get('kv_cache_dtype')}, "
-              f"{s.get('kv_heads_per_rank')} KV head(s)/rank, {s.get('layers_per_rank')} layers{mla}"),
-             ("KV tokens", f"{r.kv_tokens:,}", f"page size {s.get('page_size')}")]
+    rows.append(("mem_fraction_static", f"{pool.mem_fraction_static:g}", str(s.mem_fraction_static_source)))
+    mla = " · MLA replicated per rank" if p.model.is_mla else ""
+    rows += [("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.kv_cache_dtype}, "
+              f"{s.kv_heads_per_rank} KV head(s)/rank, {s.layers_per_rank} layers{mla}"),
+             ("KV tokens", f"{r.kv_tokens:,}", f"page size {s.page_size}")]
     if r.swa_tokens is not None:
         rows.append(("SWA tokens", f"{r.swa_tokens:,}", "sliding-window pool"))
     if r.mamba_slots is not None:
         rows.append(("Mamba state slots", f"{r.mamba_slots:,}", "requests with recurrent state"))
     rows += [("KV pool", _gib(r.kv_pool_bytes), "on the GPU, incl. one spare page"),
              ("max running requests", f"{r.max_running_requests:,}", "per DP worker"),
-             ("outside the static pool", _gib(r.headroom_bytes), "P × (1 − fraction)"),
-             ("  req_to_token table", _gib(r.req_to_token_bytes), f"{s.get('req_to_token_slots')} slots × context"),
-             ("  CUDA graphs", _gib(r.cuda_graph_bytes), "estimate"),
-             ("  left after graphs", _gib(r.headroom_after_graphs_bytes), "for prefill activations")]
+             ("outside the static pool", _gib(pool.headroom_bytes), "P × (1 − fraction)"),
+             ("  req_to_token table", _gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context"),
+             ("  CUDA graphs", _gib(pool.cuda_graph_bytes), "estimate"),
+             ("  left after graphs", _gib(pool.headroom_after_graphs_bytes), "for prefill activations")]
     if r.host_kv_bytes:
         pinned = f", pins {_host(r.host_kv_pinned_bytes)}" if r.host_kv_pinned_bytes != r.host_kv_bytes else ""
         rows.append(("host KV pool (HiCache)", _host(r.host_kv_bytes),
-                     f"{r.host_kv_tokens:,} tokens, {s['hicache']['sizing']}{pinned}"))
+                     f"{r.host_kv_tokens:,} tokens, {s.hicache.sizing}{pinned}"))
     return rows
 
 
 def _vllm_rows(p) -> list[tuple[str, str, str]]:
-    r, s, rep = p.per_rank, p.settings, p.per_replica
+    from kvplan.engines.vllm.settings import vllm_settings
+
+    r, s, rep = p.per_rank, vllm_settings(p), p.per_replica
     rows = [("weights", _gib(r.weights_bytes), "per rank"),
-            ("KV cache memory", _gib(s["kv_budget_bytes_per_rank"]), str(s["kv_budget_source"])),
-            ("block size", f"{s['block_size']}", str(s["block_size_source"])),
-            ("bytes per block", f"{s['bytes_per_block']:,} B", f"{s['kv_cache_groups']} KV-cache group(s), "
-             f"{s['kv_cache_dtype']}, {s['kv_heads_per_rank']} KV head(s)/rank"
-             + (" · MLA replicated per rank" if p.model.get("is_mla") else "")),
+            ("KV cache memory", _gib(s.kv_budget_bytes_per_rank), str(s.kv_budget_source)),
+            ("block size", f"{s.block_size}", str(s.block_size_source)),
+            ("bytes per block", f"{s.bytes_per_block:,} B", f"{s.kv_cache_groups} KV-cache group(s), "
+             f"{s.kv_cache_dtype}, {s.kv_heads_per_rank} KV head(s)/rank"
+             + (" · MLA replicated per rank" if p.model.is_mla else "")),
             ("KV blocks", f"{r.kv_blocks:,}", "per rank (= per engine: the minimum across ranks), incl. null block"),
             ("KV cache size (tokens)", f"{rep.kv_tokens:,}", "as vLLM logs it"),
-            ("maximum concurrency", f"{rep.max_concurrency:.2f}x", f"requests of max_model_len {s['max_model_len']:,}"),
-            ("max_num_seqs / batched tokens", f"{s['max_num_seqs']} / {s['max_num_batched_tokens']}", "scheduler")]
-    for t in s.get("host_tiers", []):
-        each = max(t["per_rank_bytes"]) if t["per_rank_bytes"] else 0
-        rows.append((f"host: {t['flag']}", _host(each), f"{t['meaning']}; pinned node total {_host(t['node_bytes'])}"))
+            ("maximum concurrency", f"{rep.max_concurrency:.2f}x", f"requests of max_model_len {s.max_model_len:,}"),
+            ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
+    for t in s.host_tiers:
+        each = max(t.per_rank_bytes) if t.per_rank_bytes else 0
+        rows.append((f"host: {t.flag}", _host(each), f"{t.meaning}; pinned node total {_host(t.node_bytes)}"))
     return rows
 
 
@@ -72,12 +75,12 @@ def render(result: CheckResult, console: Any = None) -> None:
     p, n, rep, s = result.plan, result.plan.per_node, result.plan.per_replica, result.plan.settings
     c = p.cluster
     con.print(f"[bold]kvplan check[/] · {p.engine} {p.engine_version} [dim]({p.version_source})[/] · "
-              f"{p.model['name']} [dim]({p.model['architecture']}, {p.model['attention']})[/]")
-    con.print(f"[dim]{c['gpu']} · {c['gpu_mem_mib']:,} MiB per GPU ({c['gpu_source']}) · "
-              f"{c['gpus_per_node']} GPUs per node × {c['nodes']} node(s) · host {c['host_mem_gib']:,} GiB "
-              f"({c['host_mem_source']})[/]")
+              f"{p.model.name} [dim]({p.model.architecture}, {p.model.attention})[/]")
+    con.print(f"[dim]{c.gpu} · {c.gpu_mem_mib:,} MiB per GPU ({c.gpu_source}) · "
+              f"{c.gpus_per_node} GPUs per node × {c.nodes} node(s) · host {c.host_mem_gib:,} GiB "
+              f"({c.host_mem_source})[/]")
 
-    t = Table(title=f"Per rank (each of {s.get('world_size', 1)} ranks)", title_justify="left")
+    t = Table(title=f"Per rank (each of {s.world_size} ranks)", title_justify="left")
     t.add_column("what")
     t.add_column("value", justify="right")
     t.add_column("how", style="dim")
@@ -96,7 +99,7 @@ def render(result: CheckResult, console: Any = None) -> None:
                   _host(n.host_kv_bytes))
         t.add_row("host memory available", _host(n.host_available_bytes))
         t.add_row("engine host reserve", _gib(n.host_reserve_bytes))
-    if n.shm_bytes is not None and p.cluster.get("host_mem_source", "").startswith("detected"):
+    if n.shm_bytes is not None and p.cluster.host_mem_source.startswith("detected"):
         t.add_row("/dev/shm (this machine)", _gib(n.shm_bytes))
     con.print(t)
 

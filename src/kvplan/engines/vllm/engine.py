@@ -5,18 +5,28 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import replace
-from typing import Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.vllm import host as hosts
+from kvplan.engines.vllm import report
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings
 from kvplan.errors import KvplanError
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
-from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
+from kvplan.result import (
+    ClusterSummary,
+    HostFix,
+    ModelSummary,
+    NodePlan,
+    Plan,
+    RankPlan,
+    ReplicaPlan,
+    UtilizationBudget,
+)
 from kvplan.units import GiB
 
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
@@ -43,24 +53,26 @@ def _default_batched_tokens(args: VLLMArgs, gpu_mib: int | None, gpu_name: str, 
     return min(seqs * max_model_len, mnbt), seqs
 
 
-def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> dict | None:
+def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers)."""
     if not tiers:
         return None
     big = max(tiers, key=lambda t: t.node_bytes)
     room = (host_bytes - HOST_RESERVE_BYTES - sum(t.node_bytes for t in tiers if t is not big)) * 0.8
     f = big.fix
-    per = room / max(1, f.get("ranks", 1)) if f.get("per") == "rank" else room
+    if f is None:
+        return None
+    per = room / max(1, f.ranks) if f.per == "rank" else room
     gib = per / GiB
-    if f.get("pow2") and gib >= 2:
+    if f.pow2 and gib >= 2:
         gib = 2 ** math.floor(math.log2(gib)) - 1  # size + 4 KiB must stay under the power of two
     value = max(0, math.floor(gib))
-    name = f.get("env") or f.get("flag")
-    scope = "GiB per rank" if f.get("per") == "rank" else "GiB in total for the engine"
+    name = f.setting
+    scope = "GiB per rank" if f.per == "rank" else "GiB in total for the engine"
     if value <= 0:
-        return {"text": f"the node has no room for {name}: remove it", "flags": {name: None}}
-    return {"text": f"{name}={value} ({scope}; {f.get('ranks', 1)} rank(s) allocate it, 0.8 of the host left after "
-                    "a 10 GiB OS reserve)", "flags": {name: str(value)}}
+        return HostFix(f"the node has no room for {name}: remove it", {name: None})
+    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it, 0.8 of the host left after "
+                   "a 10 GiB OS reserve)", {name: str(value)})
 
 
 class VLLMEngine(Engine):
@@ -76,6 +88,9 @@ class VLLMEngine(Engine):
 
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
+
+    def describe_host_tiers(self, plan: Plan) -> list[str]:
+        return report.host_tiers(plan)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
         from kvplan.engines.vllm.installed import installed_vllm
@@ -153,10 +168,9 @@ class VLLMEngine(Engine):
         node_host = sum(t.node_bytes for t in tiers)
         tier0 = tiers[0] if tiers else None
         rank = RankPlan(
-            weights_bytes=w_bytes, baseline_free_bytes=(b.requested_bytes or 0),
-            kv_bytes_per_token=layout.bytes_per_block // block, kv_tokens=cap.kv_tokens,
-            kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, headroom_bytes=0,
-            max_running_requests=seqs, host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
+            weights_bytes=w_bytes, kv_bytes_per_token=layout.bytes_per_block // block, kv_tokens=cap.kv_tokens,
+            kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, max_running_requests=seqs,
+            budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
             host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
             host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks)
         node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
@@ -169,33 +183,28 @@ class VLLMEngine(Engine):
                               avg_tokens=options.avg_tokens, requests_fit=fit, max_running_requests=seqs,
                               replicas=args.data_parallel_size,
                               max_concurrency=cap.max_concurrency)
-        settings: dict[str, Any] = {
-            "platform": "cpu" if args.is_cpu else "cuda", "gpu_memory_utilization": gmu,
-            "kv_budget_bytes_per_rank": b.available_bytes, "kv_budget_source": b.source, "kv_budget_exact": b.exact,
-            "requested_bytes_per_rank": b.requested_bytes, "non_kv_bytes_per_rank": b.non_kv_bytes,
-            "block_size": block, "block_size_source": bsrc, "kv_cache_dtype": kv_label,
-            "max_model_len": max_len, "max_num_batched_tokens": mnbt, "max_num_seqs": seqs,
-            "kv_cache_groups": layout.num_groups, "bytes_per_block": layout.bytes_per_block,
-            "blocks_per_request": cap.blocks_per_request, "one_request_bytes": per_req_bytes,
-            "tensor_parallel_size": args.tensor_parallel_size, "pipeline_parallel_size": args.pipeline_parallel_size,
-            "data_parallel_size": args.data_parallel_size, "context_len": max_len,
-            "kv_heads_per_rank": 1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
-            "layers_per_rank": max(len(s) for s in stages), "attn_tp_size": args.tensor_parallel_size,
-            "host_tiers": [{"name": t.name, "flag": t.flag, "meaning": t.meaning,
-                            "per_rank_bytes": list(t.per_rank_bytes),
-                            "pinned_per_rank_bytes": list(t.pinned_per_rank_bytes), "node_bytes": t.node_bytes,
-                            "tokens_per_rank": t.tokens_per_rank, "shm_bytes": t.shm_bytes, "notes": list(t.notes),
-                            "shared": t.shared_bytes is not None,
-                            "fix": t.fix} for t in tiers],
-            "host_fix": _host_fix(tiers, cluster.host_mem_bytes),
-            "swap_space": rules.swap_space, "flags_given": list(args.flags_given),
-            "unknown_flags": list(args.unknown_flags), "unmodeled": [], "world_size": args.world_size,
-            "model_path": args.model, "engine_rules": {"capacity_formula": rules.capacity_formula},
-            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tensor_parallel_size,
-                                                                    args.pipeline_parallel_size),
-        }
-        return Plan(engine="vllm", engine_version=version, version_source=vsrc, command=cmd.text(),
-                    model=model.summary(), cluster=cluster.summary(), per_rank=rank, per_node=node,
+        settings = VLLMSettings(
+            platform="cpu" if args.is_cpu else "cuda", gpu_memory_utilization=gmu,
+            kv_budget_bytes_per_rank=b.available_bytes, kv_budget_source=b.source, kv_budget_exact=b.exact,
+            requested_bytes_per_rank=b.requested_bytes, non_kv_bytes_per_rank=b.non_kv_bytes,
+            block_size=block, block_size_source=bsrc, kv_cache_dtype=kv_label,
+            max_model_len=max_len, max_num_batched_tokens=mnbt, max_num_seqs=seqs,
+            kv_cache_groups=layout.num_groups, bytes_per_block=layout.bytes_per_block,
+            blocks_per_request=cap.blocks_per_request, one_request_bytes=per_req_bytes,
+            tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size,
+            data_parallel_size=args.data_parallel_size, context_len=max_len,
+            kv_heads_per_rank=1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
+            layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
+            host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
+            swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
+            unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
+            model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
+            checkpoint_weights_bytes_per_rank=checkpoint_weights(model, args.tensor_parallel_size,
+                                                                 args.pipeline_parallel_size),
+        )
+        return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
+                    model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                    per_rank=rank, per_node=node,
                     per_replica=replica, settings=settings,
                     assumptions=tuple(notes))
 

@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines.vllm.args import VLLMArgs
+from kvplan.engines.vllm.settings import TierFix
 from kvplan.units import GiB
 
 LMCACHE_DEFAULT_GIB = 5.0  # lmcache/v1/config.py max_local_cpu_size default
@@ -38,12 +40,19 @@ class HostTier:
     tokens_per_rank: int | None = None
     notes: tuple[str, ...] = ()
     shm_bytes: int = 0  # /dev/shm region this tier needs on the node
-    fix: dict = field(default_factory=dict)  # how to size it: {"flag": ..., "unit_bytes": ..., "scope": ...}
+    fix: TierFix | None = None  # how to size it (the flag or env var, its unit and scope)
     shared_bytes: int | None = None  # one region shared by the node's ranks (counted once, not per rank)
 
     @property
     def node_bytes(self) -> int:
         return self.shared_bytes if self.shared_bytes is not None else sum(self.pinned_per_rank_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "flag": self.flag, "meaning": self.meaning,
+                "per_rank_bytes": list(self.per_rank_bytes), "pinned_per_rank_bytes": list(self.pinned_per_rank_bytes),
+                "node_bytes": self.node_bytes, "tokens_per_rank": self.tokens_per_rank, "shm_bytes": self.shm_bytes,
+                "notes": list(self.notes), "shared": self.shared_bytes is not None,
+                "fix": self.fix.to_dict() if self.fix else {}}
 
 
 def _lmcache_size_gib(args: VLLMArgs) -> tuple[float, str]:
@@ -70,8 +79,8 @@ def lmcache_tier(args: VLLMArgs, ranks_node: int, is_mla: bool, chunk_bytes_per_
                  "lmcache.cuda_ops does not load (LMCache 0.5.6 mem_alloc.alloc_pinned_ptr)")
     tokens = (size // (chunk_bytes_per_token * LMCACHE_CHUNK)) * LMCACHE_CHUNK if chunk_bytes_per_token else None
     return HostTier("lmcache", "LMCACHE_MAX_LOCAL_CPU_SIZE", "GiB per rank (LMCache)", per_rank, pinned, tokens,
-                    tuple(notes), fix={"env": "LMCACHE_MAX_LOCAL_CPU_SIZE", "unit": GiB, "per": "rank",
-                                       "ranks": 1 if first_only else ranks_node, "pow2": True})
+                    tuple(notes), fix=TierFix("LMCACHE_MAX_LOCAL_CPU_SIZE", True, GiB, "rank",
+                                              1 if first_only else ranks_node, True))
 
 
 def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ranks_node: int,
@@ -103,7 +112,7 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
         per_rank = pinned = (slot,) * ranks
     return HostTier("kv-offloading-native", "--kv-offloading-size", "GiB in total per engine (all TP×PP ranks)",
                     per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm, shared_bytes=shared,
-                    fix={"flag": "--kv-offloading-size", "unit": GiB, "per": "engine", "ranks": 1, "pow2": False})
+                    fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False))
 
 
 def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
@@ -113,7 +122,7 @@ def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
                     (pinned,) * ranks_node, None,
                     ("weights offloaded to pinned host memory; host RSS observed up to ~1.9× the request "
                      "(vLLM #56410, torch's pinned allocator)",),
-                    fix={"flag": "--cpu-offload-gb", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})
+                    fix=TierFix("--cpu-offload-gb", False, GiB, "rank", ranks_node, False))
 
 
 def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier:
@@ -121,4 +130,4 @@ def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier
     blocks = b // bytes_per_block if bytes_per_block else 0
     return HostTier("swap-space", "--swap-space", "GiB per GPU (V0 pinned CPU blocks)", (b,) * ranks_node,
                     (b,) * ranks_node, None, (f"V0: {blocks:,} CPU blocks per worker",),
-                    fix={"flag": "--swap-space", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})
+                    fix=TierFix("--swap-space", False, GiB, "rank", ranks_node, False))

@@ -1,30 +1,33 @@
-"""mla-replicated-kv: an MLA model under plain TP stores the same latent KV on every rank; with DP attention
-each rank holds distinct requests (the what-if is a second Plan, not a second formula)."""
+"""mla-replicated-kv: an MLA model under plain TP stores the same latent KV on every rank; with DP attention each
+rank holds distinct requests (the what-if is a second Plan, not a second formula).
+
+Signals: MLA, attention TP >= 2, a non-empty pool. Severity: warning below 64 requests per replica, else info.
+Fix: --enable-dp-attention --dp <tp>, priced by re-planning the launch with it.
+"""
 
 from __future__ import annotations
 
-from kvplan.engines.base import FindingContext as Context
+from kvplan.engines.base import FindingContext
+from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.result import Finding
 
 ID = "mla-replicated-kv"
 
 
-def check(ctx: Context) -> list[Finding]:
+def check(ctx: FindingContext) -> list[Finding]:
     p = ctx.plan
-    tp = int(p.settings.get("attn_tp_size") or 1)
-    if not p.model.get("is_mla") or tp < 2 or not p.per_rank.kv_tokens:
+    s = sglang_settings(p)
+    tp = s.attn_tp_size or 1
+    if not p.model.is_mla or tp < 2 or not p.per_rank.kv_tokens:
         return []
     r, rep = p.per_rank, p.per_replica
     msg = (f"MLA KV is not sharded by TP: each of the {tp} ranks of an attention group stores the same "
            f"{r.kv_tokens:,} tokens ({r.kv_bytes_per_token:,} B/token per rank), so the replica holds "
            f"{rep.kv_tokens:,} distinct tokens, not {tp}×")
     fix = "consider --enable-dp-attention (DP attention: each rank keeps its own requests)"
-    if p.engine == "vllm":
-        fix = (f"vLLM: --data-parallel-size {tp} --enable-expert-parallel instead of TP {tp} (each DP rank holds "
-               "its own requests; about the same KV per rank, so the replica holds up to that many times more)")
     flags: dict[str, str | None] = {}
-    if ctx.replan is not None and r.kv_tokens and p.engine == "sglang":
-        tp_size = int(p.settings.get("tp_size") or tp)
+    if ctx.replan is not None:
+        tp_size = s.tp_size or tp
         try:
             alt = ctx.replan(enable_dp_attention=True, dp_size=tp_size)
         except Exception:  # noqa: BLE001 - a what-if must never break the check

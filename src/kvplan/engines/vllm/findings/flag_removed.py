@@ -3,21 +3,19 @@ rejects the whole command ("unrecognized arguments")."""
 
 from __future__ import annotations
 
-from kvplan.engines.base import FindingContext as Context
+from kvplan.engines.base import FindingContext
 from kvplan.engines.versions import Version
+from kvplan.engines.vllm.rules import ADDED_FLAGS, REMOVED_FLAGS
+from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Finding
 
 ID = "flag-removed"
 
 
-def check(ctx: Context) -> list[Finding]:
+def check(ctx: FindingContext) -> list[Finding]:
     p = ctx.plan
-    if p.engine != "vllm":
-        return []
-    from kvplan.engines.vllm.rules import ADDED_FLAGS, REMOVED_FLAGS
-
     v, out = Version(p.engine_version), []
-    for flag in p.settings.get("flags_given", []):
+    for flag in vllm_settings(p).flags_given:
         if flag in REMOVED_FLAGS and v >= Version(REMOVED_FLAGS[flag][0]):
             since, instead = REMOVED_FLAGS[flag]
             out.append(Finding(ID, "error", f"vLLM {p.engine_version} has no {flag} (removed in {since}); the server "

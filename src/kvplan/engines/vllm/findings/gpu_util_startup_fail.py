@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from kvplan.engines.base import FindingContext as Context
+from kvplan.engines.base import FindingContext
+from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Finding
 from kvplan.units import GiB
 
@@ -14,17 +15,17 @@ CONTEXT_BYTES = int(0.6 * GiB)  # CUDA context + NCCL + cuBLAS before the snapsh
 # hundred MiB to several GiB')
 
 
-def check(ctx: Context) -> list[Finding]:
-    p, s = ctx.plan, ctx.plan.settings
-    req = s.get("requested_bytes_per_rank")
-    if p.engine != "vllm" or not req or s.get("platform") != "cuda":
+def check(ctx: FindingContext) -> list[Finding]:
+    p, s = ctx.plan, vllm_settings(ctx.plan)
+    req = s.requested_bytes_per_rank
+    if not req or s.platform != "cuda":
         return []
-    total = p.cluster["gpu_mem_mib"] * 2**20 - int(0.45 * GiB)
+    total = p.cluster.gpu_mem_mib * 2**20 - int(0.45 * GiB)
     free = total - CONTEXT_BYTES
     if req <= free:
         return []
     gmu = math.floor(free / total * 100) / 100
-    util = s["gpu_memory_utilization"]
+    util = s.gpu_memory_utilization
     return [Finding(ID, "error", f"per GPU: vLLM requests {req / GiB:.2f} GiB (utilization {util}"
                     f" × {total / GiB:.2f} GiB) but only about {free / GiB:.2f} GiB is free after the CUDA context",
                     f"--gpu-memory-utilization {gmu}", {"--gpu-memory-utilization": f"{gmu}"})]

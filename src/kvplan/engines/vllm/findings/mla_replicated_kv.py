@@ -1,40 +1,29 @@
-"""mla-replicated-kv: an MLA model under plain TP stores the same latent KV on every rank; with DP attention
-each rank holds distinct requests (the what-if is a second Plan, not a second formula)."""
+"""mla-replicated-kv: an MLA model under tensor parallelism stores the same latent KV on every TP rank
+(MLAAttentionSpec); data-parallel ranks with expert parallelism each hold their own requests.
+
+Signals: MLA, TP >= 2, a non-empty pool. Severity: warning below 64 requests per replica, else info.
+Fix: --data-parallel-size <tp> --enable-expert-parallel instead of TP.
+"""
 
 from __future__ import annotations
 
-from kvplan.engines.base import FindingContext as Context
+from kvplan.engines.base import FindingContext
+from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Finding
 
 ID = "mla-replicated-kv"
 
 
-def check(ctx: Context) -> list[Finding]:
+def check(ctx: FindingContext) -> list[Finding]:
     p = ctx.plan
-    tp = int(p.settings.get("attn_tp_size") or 1)
-    if not p.model.get("is_mla") or tp < 2 or not p.per_rank.kv_tokens:
+    tp = vllm_settings(p).attn_tp_size or 1
+    if not p.model.is_mla or tp < 2 or not p.per_rank.kv_tokens:
         return []
     r, rep = p.per_rank, p.per_replica
     msg = (f"MLA KV is not sharded by TP: each of the {tp} ranks of an attention group stores the same "
            f"{r.kv_tokens:,} tokens ({r.kv_bytes_per_token:,} B/token per rank), so the replica holds "
            f"{rep.kv_tokens:,} distinct tokens, not {tp}×")
-    fix = "consider --enable-dp-attention (DP attention: each rank keeps its own requests)"
-    if p.engine == "vllm":
-        fix = (f"vLLM: --data-parallel-size {tp} --enable-expert-parallel instead of TP {tp} (each DP rank holds "
-               "its own requests; about the same KV per rank, so the replica holds up to that many times more)")
-    flags: dict[str, str | None] = {}
-    if ctx.replan is not None and r.kv_tokens and p.engine == "sglang":
-        tp_size = int(p.settings.get("tp_size") or tp)
-        try:
-            alt = ctx.replan(enable_dp_attention=True, dp_size=tp_size)
-        except Exception:  # noqa: BLE001 - a what-if must never break the check
-            alt = None
-        if alt is not None and alt.per_replica.kv_tokens:
-            gain = alt.per_replica.kv_tokens / max(1, rep.kv_tokens)
-            msg += (f"; with --enable-dp-attention --dp {tp_size} the replica would hold "
-                    f"{alt.per_replica.kv_tokens:,} distinct tokens ({gain:.1f}× more; "
-                    f"{alt.per_replica.requests_fit} requests of {rep.avg_tokens:,} tokens instead of "
-                    f"{rep.requests_fit})")
-            fix = f"--enable-dp-attention --dp {tp_size} ({gain:.1f}× the KV tokens per replica)"
+    fix = (f"vLLM: --data-parallel-size {tp} --enable-expert-parallel instead of TP {tp} (each DP rank holds "
+           "its own requests; about the same KV per rank, so the replica holds up to that many times more)")
     sev = "warning" if rep.requests_fit < 64 else "info"
-    return [Finding(ID, sev, msg, fix, flags)]
+    return [Finding(ID, sev, msg, fix, {})]

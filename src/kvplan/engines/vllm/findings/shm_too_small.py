@@ -3,16 +3,17 @@ container's default /dev/shm (64 MiB) cannot hold it (0.28+ raises "Insufficient
 
 from __future__ import annotations
 
-from kvplan.engines.base import FindingContext as Context
+from kvplan.engines.base import FindingContext
+from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Finding
 from kvplan.units import GiB
 
 ID = "shm-too-small"
 
 
-def check(ctx: Context) -> list[Finding]:
+def check(ctx: FindingContext) -> list[Finding]:
     p = ctx.plan
-    need = sum(t.get("shm_bytes", 0) for t in p.settings.get("host_tiers", []))
+    need = sum(t.shm_bytes for t in vllm_settings(p).host_tiers)
     if not need:
         return []
     have = p.per_node.shm_bytes
