@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, cast
 from kvplan.engines.cmdline import LaunchCommand
 from kvplan.options import PlanOptions
 from kvplan.result import Finding, Plan
+from kvplan.units import fmt_gib
 
 
 class EngineArgs(Protocol):
@@ -88,6 +89,15 @@ class Engine(ABC):
         from kvplan.engines.cmdline import rewrite_flags
 
         return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, self.flag_table()))
+
+    # ---- the human report ----
+    def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+        """The "Per rank" table of ``kvplan check``: (what, value with its unit, how it was obtained)."""
+        r = plan.per_rank
+        return [("weights", fmt_gib(r.weights_bytes), "per rank"),
+                ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", plan.settings.kv_cache_dtype),
+                ("KV tokens", f"{r.kv_tokens:,}", "per rank"), ("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU"),
+                ("max running requests", f"{r.max_running_requests:,}", "per rank")]
 
     # ---- host tiers ----
     def describe_host_tiers(self, plan: Plan) -> list[str]:

@@ -47,6 +47,9 @@ class SGLangEngine(Engine):
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
 
+    def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+        return report.rank_rows(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
         return report.host_tiers(plan)
 
