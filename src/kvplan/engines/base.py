@@ -16,11 +16,13 @@ from __future__ import annotations
 import importlib
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, cast
 
-from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.cmdline import LaunchCommand, flags_from_values
+from kvplan.engines.results import Comparison, StartupDialect
+from kvplan.logs.facts import LogFacts
 from kvplan.options import PlanOptions
 from kvplan.result import Finding, Plan
 from kvplan.units import fmt_gib
@@ -89,6 +91,55 @@ class Engine(ABC):
         from kvplan.engines.cmdline import rewrite_flags
 
         return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, self.flag_table()))
+
+    # ---- its logs, and what explain compares ----
+    newest_version: ClassVar[str] = ""  # newest release read: the assumption when a log prints no version
+    model_flag: ClassVar[str] = "--model"
+
+    @abstractmethod
+    def log_dialect(self) -> StartupDialect:
+        """The startup-log parser (engines/<engine>/log.py)."""
+
+    def launch_argv(self, model: str, flags: Sequence[str]) -> list[str]:
+        """A launch command for ``model`` and ``flags``: what explain runs when only a log is given."""
+        program = ["python", "-m", self.modules[0]] if self.modules else [self.cli or self.name, "serve"]
+        return [*program, self.model_flag, model, *flags]
+
+    def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+        """Launch flags for the args a log showed (only flags this engine's model knows)."""
+        return flags_from_values(args.items(), self.flag_table())
+
+    def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+        """PlanOptions fields from what the log measured that no planner can know in advance; what the log lacks
+        is appended to ``missing`` with the estimate used instead."""
+        return {}
+
+    def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
+                      command: Sequence[str] | None) -> list[str]:
+        """More assumptions explain made for this log (appended to its ``missing``)."""
+        return []
+
+    def logged_kv_tokens(self, plan: Plan) -> int:
+        """The KV token figure this engine's log prints, from the plan (per rank unless the engine says otherwise)."""
+        return plan.per_rank.kv_tokens
+
+    def observed_kv_tokens(self, facts: LogFacts, plan: Plan | None) -> int | None:
+        """The KV token figure the log printed (summary line, else rank 0's pool line)."""
+        r = facts.first_rank()
+        return facts.kv_tokens if facts.kv_tokens is not None else (r.kv_tokens if r else None)
+
+    def observed_extra(self, facts: LogFacts) -> dict[str, Any]:
+        """More log figures explain's JSON shows under ``observed`` (after kv_tokens)."""
+        return {}
+
+    def predicted_extra(self, plan: Plan) -> dict[str, Any]:
+        """More plan figures explain's JSON shows under ``predicted``."""
+        return {}
+
+    def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+        """Log vs plan, figure by figure, each within the rounding the log's own figures allow."""
+        obs = self.observed_kv_tokens(facts, plan)
+        return [] if obs is None else [Comparison("kv_tokens", "per rank", obs, self.logged_kv_tokens(plan), 0.005)]
 
     # ---- the human report ----
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:

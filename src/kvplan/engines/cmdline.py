@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.errors import KvplanError
 
@@ -155,6 +156,25 @@ def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True)
             out.values[flag.key] = _convert(flag, raw, name)
             i += 1
         out.seen[flag.key] = name
+    return out
+
+
+def flags_from_values(items: Iterable[tuple[str, Any]], flags: Sequence[Flag],
+                      keys: Collection[str] | None = None) -> list[str]:
+    """Launch flags for values a log showed under the flags' keys (``tp_size=4`` -> ``--tp-size 4``), in order:
+    booleans as bare flags when true; nested dicts, lists and repr-like strings skipped; ``keys``: only these."""
+    known = {f.key: f for f in flags}
+    out: list[str] = []
+    for key, val in items:
+        f = known.get(key)
+        if f is None or val is None or (keys is not None and key not in keys) or (isinstance(val, str)
+                                                                                   and val[:1] in "{[<"):
+            continue
+        if f.kind == "bool":
+            if val is True:
+                out.append(f.name)
+        elif not isinstance(val, (dict, list)):
+            out += [f.name, str(val)]
     return out
 
 

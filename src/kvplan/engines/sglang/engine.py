@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
-from kvplan.engines.sglang import report
+from kvplan.engines.results import Comparison, StartupDialect
+from kvplan.engines.sglang import compare, from_log, log, report
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
-from kvplan.engines.sglang.rules import SGLangRules, default_version, rules_for
+from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
+from kvplan.logs.facts import LogFacts
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
+from kvplan.units import GiB
 
 # the benchmark entry points take the same ServerArgs and build the same pools
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",
@@ -40,12 +46,37 @@ class SGLangEngine(Engine):
     cli = "sglang"
     launch_hint = "`python -m sglang.launch_server ...`, `sglang serve ...`"
     findings_package = "kvplan.engines.sglang.findings"
+    newest_version = NEWEST
+    model_flag = "--model-path"
 
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
 
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
+
+    def log_dialect(self) -> StartupDialect:
+        return log
+
+    def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+        return from_log.log_flags(args)
+
+    def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+        return from_log.observed_inputs(facts, missing)
+
+    def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
+                      command: Sequence[str] | None) -> list[str]:
+        return from_log.notes(facts, version, version_known, command)
+
+    def predicted_extra(self, plan: Plan) -> dict[str, Any]:
+        pool = plan.per_rank.static
+        if pool is None:
+            return {}
+        return {"headroom_after_pools_gib": round(pool.headroom_after_pools_bytes / GiB, 3),
+                "headroom_after_graphs_gib": round(pool.headroom_after_graphs_bytes / GiB, 3)}
+
+    def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+        return compare.compare(facts, plan)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
         return report.rank_rows(plan)

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
+from kvplan.engines.results import Comparison, StartupDialect
+from kvplan.engines.vllm import compare, from_log, log, report
 from kvplan.engines.vllm import host as hosts
-from kvplan.engines.vllm import report
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
-from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings
+from kvplan.engines.vllm.rules import NEWEST
+from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
+from kvplan.logs.facts import LogFacts
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import (
@@ -82,12 +87,44 @@ class VLLMEngine(Engine):
     cli = "vllm"
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
+    newest_version = NEWEST
 
     def parse(self, cmd: LaunchCommand) -> VLLMArgs:
         return parse_vllm(cmd)
 
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
+
+    def log_dialect(self) -> StartupDialect:
+        return log
+
+    def launch_argv(self, model: str, flags: Sequence[str]) -> list[str]:
+        return ["vllm", "serve", model, *flags]
+
+    def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+        return from_log.log_flags(args)
+
+    def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+        return from_log.observed_inputs(facts, missing)
+
+    def logged_kv_tokens(self, plan: Plan) -> int:
+        return plan.per_replica.kv_tokens  # "GPU KV cache size": one engine (the minimum across its workers)
+
+    def observed_kv_tokens(self, facts: LogFacts, plan: Plan | None) -> int | None:
+        tokens = super().observed_kv_tokens(facts, plan)
+        if tokens is None and facts.gpu_blocks and plan is not None:  # V0 prints blocks, not tokens
+            tokens = facts.gpu_blocks * vllm_settings(plan).block_size
+        return tokens
+
+    def observed_extra(self, facts: LogFacts) -> dict[str, Any]:
+        return {"kv_blocks": facts.gpu_blocks, "max_concurrency": facts.max_concurrency,
+                "concurrency_len": facts.concurrency_len}
+
+    def predicted_extra(self, plan: Plan) -> dict[str, Any]:
+        return {"kv_blocks": plan.per_rank.kv_blocks, "max_concurrency": plan.per_replica.max_concurrency}
+
+    def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+        return compare.compare(facts, plan)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
         return report.rank_rows(plan)

@@ -1,15 +1,14 @@
-"""Side-by-side figures for ``kvplan explain``: what the log printed vs what the plan computes, with the
-tolerance the log's own rounding leaves (its GiB figures have two decimals) and a likely cause when they part."""
+"""SGLang's figures for ``kvplan explain``: what the log printed vs what the plan computes, with the tolerance the
+log's own rounding leaves (its "GB" figures are GiB with two decimals) and a likely cause when they part."""
 
 from __future__ import annotations
 
+from kvplan.engines.results import Comparison
 from kvplan.engines.sglang.settings import sglang_settings
-from kvplan.engines.vllm.settings import vllm_settings
-from kvplan.explain import Comparison
 from kvplan.logs.facts import LogFacts
 from kvplan.result import Plan
+from kvplan.units import GiB
 
-GiB = 2**30
 HALF_CENT = 0.005  # a figure printed as X.XX GiB is known to ± 0.005 GiB
 
 
@@ -18,10 +17,6 @@ def _rel(abs_gib: float, of_gib: float) -> float:
 
 
 def compare(facts: LogFacts, plan: Plan) -> list[Comparison]:
-    return _vllm(facts, plan) if plan.engine == "vllm" else _sglang(facts, plan)
-
-
-def _sglang(facts: LogFacts, plan: Plan) -> list[Comparison]:
     r, out = plan.per_rank, []
     obs_rank = facts.first_rank()
     obs_tokens = facts.kv_tokens if facts.kv_tokens is not None else (obs_rank.kv_tokens if obs_rank else None)
@@ -60,34 +55,4 @@ def _sglang(facts: LogFacts, plan: Plan) -> list[Comparison]:
     if obs_rank.host_pool_gb is not None and r.host_kv_bytes:
         out.append(Comparison("host_kv_gb", "per rank", obs_rank.host_pool_gb, round(r.host_kv_bytes / 1e9, 2),
                               _rel(0.005, obs_rank.host_pool_gb), "decimal GB, as SGLang prints it"))
-    return out
-
-
-def _vllm(facts: LogFacts, plan: Plan) -> list[Comparison]:
-    r, rep, s, out = plan.per_rank, plan.per_replica, vllm_settings(plan), []
-    bpb = s.bytes_per_block or 1
-    avail = s.kv_budget_bytes_per_rank / GiB
-    slack_blocks = HALF_CENT * GiB / bpb + 1  # a budget printed as X.XX GiB
-    if facts.gpu_blocks is not None:
-        out.append(Comparison("kv_blocks", "per rank", facts.gpu_blocks, r.kv_blocks,
-                              slack_blocks / max(facts.gpu_blocks, 1), "minimum across workers, null block included"))
-    if facts.kv_tokens is not None:
-        c = Comparison("kv_tokens", "per replica", facts.kv_tokens, rep.kv_tokens,
-                       slack_blocks * s.block_size / max(facts.kv_tokens, 1))
-        if c.ok is False:
-            c.note = ("likely cause: block size or KV dtype chosen by the attention backend, max_model_len, or a "
-                      "different capacity formula for this version")
-        out.append(c)
-    if facts.max_concurrency is not None:
-        tol = max(0.006 / facts.max_concurrency if facts.max_concurrency > 0 else 1.0,
-                  slack_blocks / max(r.kv_blocks or 1, 1))
-        out.append(Comparison("max_concurrency", "per replica", facts.max_concurrency,
-                              round(rep.max_concurrency or 0, 4), tol))
-    fr = facts.first_rank()
-    if fr is not None and fr.weights_gib is not None:
-        ckpt = s.checkpoint_weights_bytes_per_rank or r.weights_bytes
-        out.append(Comparison("weights_gib", "per rank", fr.weights_gib, round(ckpt / GiB, 3), 0.03,
-                              "log vs kvplan's checkpoint-based estimate"))
-    if fr is not None and fr.available_kv_gib is not None and not s.kv_budget_exact:
-        out.append(Comparison("available_kv_gib", "per rank", fr.available_kv_gib, round(avail, 3), 0.05))
     return out
