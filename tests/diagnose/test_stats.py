@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.diagnose.stats import parse_line, parse_samples
+from kvplan.diagnose.stats import parse_line, parse_samples, to_corpus
 
 CORPUS = Path("/work/shared/logcorpus")
 CASES = [json.loads(line) for line in (CORPUS / "throughput.jsonl").read_text().splitlines()] \
@@ -23,7 +23,7 @@ KNOWN = {
 
 def _parsed(case: dict) -> list[dict]:
     lines = (CORPUS / case["raw_file"]).read_text().splitlines()
-    return [s.to_corpus() for s in parse_samples(lines) if s.kind in ("decode", "stats")]
+    return [to_corpus(s) for s in parse_samples(lines) if s.kind in ("decode", "stats")]
 
 
 @pytest.mark.skipif(not CASES, reason="../shared/logcorpus not present")

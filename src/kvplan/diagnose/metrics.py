@@ -1,8 +1,8 @@
-"""Read a live SGLang or vLLM server over HTTP (urllib only), over a window, tolerant of missing metrics.
+"""Read a live server over HTTP (urllib only), over a window, tolerant of missing metrics.
 
-Endpoints (references: sglang-memory.md §4, vllm-lmcache-memory.md §5): Prometheus ``/metrics`` (SGLang needs
-``--enable-metrics``), SGLang ``/get_server_info`` (``/server_info`` in newer versions), vLLM ``/v1/models``
-(``max_model_len``, ``root``) and the ``vllm:cache_config_info`` labels. Gauges are read at every scrape; rates
+Endpoints: Prometheus ``/metrics`` (names per engine: ``Engine.metrics``), the engine's own info endpoints
+(``Engine.info_paths``, e.g. SGLang ``/get_server_info``), OpenAI ``/v1/models`` (``max_model_len``, ``root``) and
+an engine's config-info metric (vLLM ``cache_config_info`` labels). Gauges are read at every scrape; rates
 (generation/prompt tokens per second, preemptions, prefix hits) come from counter differences between scrapes.
 """
 
@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.diagnose.stats import Sample
+from kvplan.engines.results import MetricNames
+from kvplan.logs.serving import Sample
 
 _LINE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -67,7 +68,7 @@ class Scrape:
 class ServerView:
     """What the endpoints said, beyond the samples."""
 
-    engine: str | None = None  # sglang | vllm
+    engine: str | None = None  # the registry name of the engine that answered
     url: str = ""
     server_info: dict[str, Any] = field(default_factory=dict)  # SGLang /get_server_info
     cache_config: dict[str, str] = field(default_factory=dict)  # vLLM cache_config_info labels
@@ -99,23 +100,29 @@ def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Callable
     return None
 
 
+def _names(view: ServerView) -> MetricNames | None:
+    from kvplan.engines import get_engine
+
+    return get_engine(view.engine).metrics if view.engine else None
+
+
 def _sample(view: ServerView, prev: Scrape | None, cur: Scrape) -> Sample:
     s, eng = cur.series, view.engine
     out = Sample(kind="metrics", fmt=f"{eng}-metrics", t=cur.t, source=view.url)
-    p = "vllm:" if eng == "vllm" else "sglang:"
-    run = _total(s, p + "num_requests_running", p + "num_running_reqs")
-    que = _total(s, p + "num_requests_waiting", p + "num_queue_reqs")
+    n = _names(view)
+    if n is None:
+        return out
+    run, que = _total(s, *n.running), _total(s, *n.waiting)
     out.running = None if run is None else int(run)
     out.queued = None if que is None else int(que)
-    out.usage = _peak(s, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
-    used = _total(s, "sglang:num_used_tokens")
+    out.usage = _peak(s, *n.usage)
+    used = _total(s, *n.used_tokens)
     out.tokens = None if used is None else int(used)
-    host_used, host_total = _total(s, "sglang:hicache_host_used_tokens"), _total(s, "sglang:hicache_host_total_tokens")
+    host_used, host_total = _total(s, *n.host_used_tokens), _total(s, *n.host_total_tokens)
     if host_used is not None and host_total:
         out.host_usage = host_used / host_total
-    out.accept_len = _peak(s, "sglang:spec_accept_length")
-    if eng == "sglang":
-        out.gen_tps = _total(s, "sglang:gen_throughput")  # gauge: last decode-log interval
+    out.accept_len = _peak(s, *n.accept_length)
+    out.gen_tps = _total(s, *n.gen_throughput)  # gauge: last logging interval (a counter below replaces it)
     if prev is None or cur.t <= prev.t:
         return out
     dt = cur.t - prev.t
@@ -124,26 +131,24 @@ def _sample(view: ServerView, prev: Scrape | None, cur: Scrape) -> Sample:
         a, b = _total(prev.series, *names), _total(cur.series, *names)
         return None if a is None or b is None else max(0.0, b - a)
 
-    gen, prompt = delta(p + "generation_tokens_total"), delta(p + "prompt_tokens_total")
+    gen, prompt = delta(*n.generation_tokens), delta(*n.prompt_tokens)
     if gen is not None:
         out.gen_tps = gen / dt
     if prompt is not None:
         out.prompt_tps = prompt / dt
-    pre = delta("vllm:num_preemptions_total")
+    pre = delta(*n.preemptions)
     out.preemptions = None if pre is None else int(pre)
-    q, h = delta("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"), \
-        delta("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
+    q, h = delta(*n.prefix_queries), delta(*n.prefix_hits)
     if q and h is not None:
         out.prefix_hit = h / q
-    eq, eh = delta("vllm:external_prefix_cache_queries_total"), delta("vllm:external_prefix_cache_hits_total")
+    eq, eh = delta(*n.external_queries), delta(*n.external_hits)
     if eq and eh is not None:
         out.external_hit = eh / eq
-    if eng == "sglang":
-        cached = delta("sglang:cached_tokens_total")
-        if cached is not None and prompt:
-            out.prefix_hit = min(1.0, cached / prompt)
-        ret = _total(cur.series, "sglang:num_retracted_reqs")
-        out.retracted = None if ret is None else int(ret)
+    cached = delta(*n.cached_tokens)
+    if cached is not None and prompt:
+        out.prefix_hit = min(1.0, cached / prompt)
+    ret = _total(cur.series, *n.retracted)  # a gauge, read from the second scrape on
+    out.retracted = None if ret is None else int(ret)
     return out
 
 
@@ -151,11 +156,16 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None,
            get: Callable[[str], str] = fetch, sleep: Callable[[float], None] = time.sleep,
            clock: Callable[[], float] = time.monotonic) -> ServerView:
     """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, bounded in number)."""
+    from kvplan.engines import all_engines
+
+    engines = all_engines()
     base = url.rstrip("/")
     view = ServerView(url=base)
-    info = _get_json(base, ("/get_server_info", "/server_info"), view, get)
-    if isinstance(info, dict):
-        view.engine, view.server_info = "sglang", info
+    for e in engines:
+        info = _get_json(base, e.info_paths, view, get) if e.info_paths else None
+        if isinstance(info, dict):
+            view.engine, view.server_info = e.name, info
+            break
     models = _get_json(base, ("/v1/models",), view, get)
     if isinstance(models, dict) and isinstance(models.get("data"), list):
         view.models = [m for m in models["data"] if isinstance(m, dict)]
@@ -176,27 +186,35 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None,
         cur = Scrape(clock(), series)
         if view.engine is None:
             names = " ".join(series)
-            view.engine = "vllm" if "vllm:" in names else "sglang" if "sglang:" in names else None
-        if "vllm:cache_config_info" in series and not view.cache_config:
-            view.cache_config = dict(series["vllm:cache_config_info"][0][0])
+            view.engine = next((e.name for e in engines if e.metrics and e.metrics.prefix in names), None)
+        for e in engines:
+            info_metric = e.metrics.config_info if e.metrics else None
+            if info_metric and info_metric in series and not view.cache_config:
+                view.cache_config = dict(series[info_metric][0][0])
         if view.engine:
             view.samples.append(_sample(view, prev, cur))
         view.scrapes.append(cur)
         prev = cur
-    if view.engine is None and view.models:
-        view.engine = "vllm"
+    if view.engine is None and view.models:  # only OpenAI endpoints answered
+        view.engine = next((e.name for e in engines if e.bare_openai_server), None)
     return view
 
 
 def observed_avg_request(view: ServerView) -> tuple[float | None, str]:
-    """Average finished-request length (prompt + generation) from the servers' histograms, if any."""
-    for p in ("vllm:", "sglang:"):
-        pc, ps = view.last(p + "request_prompt_tokens_count"), view.last(p + "request_prompt_tokens_sum")
-        gs = view.last(p + "request_generation_tokens_sum")
+    """Average finished-request length (prompt + generation) from the servers' histograms, if any, else from the
+    token and request counters."""
+    from kvplan.engines import all_engines
+
+    tables = [e.metrics for e in all_engines() if e.metrics]
+    for n in tables:
+        prompt, gen = n.histogram("prompt"), n.histogram("generation")
+        pc, ps, gs = view.last(prompt + "_count"), view.last(prompt + "_sum"), view.last(gen + "_sum")
         if pc and ps is not None and gs is not None:
-            return (ps + gs) / pc, f"{int(pc)} finished requests ({p}request_prompt/generation_tokens)"
-    pt, gt, nr = view.last("sglang:prompt_tokens_total"), view.last("sglang:generation_tokens_total"), \
-        view.last("sglang:num_requests_total")
-    if nr and pt is not None and gt is not None:
-        return (pt + gt) / nr, f"{int(nr)} requests (sglang:prompt/generation_tokens_total)"
+            return (ps + gs) / pc, f"{int(pc)} finished requests ({n.prefix}request_prompt/generation_tokens)"
+    for n in tables:
+        if not n.requests:
+            continue
+        pt, gt, nr = view.last(*n.prompt_tokens), view.last(*n.generation_tokens), view.last(*n.requests)
+        if nr and pt is not None and gt is not None:
+            return (pt + gt) / nr, f"{int(nr)} requests ({n.prefix}prompt/generation_tokens_total)"
     return None, ""

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean
 
-from kvplan.diagnose.stats import Sample
+from kvplan.logs.serving import Sample
 
 LOAD_KINDS = ("decode", "stats", "metrics")
 
@@ -126,7 +126,7 @@ def build(samples: list[Sample], engine: str | None, window_s: float | None = No
     w.swapped_max = max(sw) if sw else None
     w.preemptions = int(sum(_vals(samples, "preemptions")))
     w.retractions = int(sum(_vals([s for s in samples if s.kind == "retract"], "retracted")))
-    if engine == "sglang" and any(s.kind == "metrics" for s in load):
+    if any(s.kind == "metrics" for s in load):  # a retraction gauge read at each scrape
         w.retractions += int(sum(_vals(load, "retracted")))
     acc = _vals(load, "accept_len")
     w.accept_len = mean(acc) if acc else None
@@ -145,10 +145,3 @@ def in_flight_tokens(w: Window, pool_tokens: int | None) -> tuple[float | None, 
         return w.usage * pool_tokens / w.running, how
     return None, ""
 
-
-def pool_from_lines(w: Window) -> int | None:
-    """SGLang pool size per DP group from its own Decode lines: median of #token / token usage (usage >= 0.2, so
-    the 2-decimal rounding of usage stays under 2.5 %)."""
-    vals = sorted(s.tokens / s.usage for s in w.samples if s.kind == "decode" and s.tokens and s.usage
-                  and s.usage >= 0.2 and s.raw.get("token usage") is not None)
-    return round(vals[len(vals) // 2]) if vals else None

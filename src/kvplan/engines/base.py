@@ -16,13 +16,15 @@ from __future__ import annotations
 import importlib
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, cast
 
 from kvplan.engines.cmdline import LaunchCommand, flags_from_values
-from kvplan.engines.results import Comparison, StartupDialect
+from kvplan.engines.levers import LeverInputs, LeverSpec
+from kvplan.engines.results import Comparison, MetricNames, StartupDialect
 from kvplan.logs.facts import LogFacts
+from kvplan.logs.serving import Sample
 from kvplan.options import PlanOptions
 from kvplan.result import Finding, Plan
 from kvplan.units import fmt_gib
@@ -140,6 +142,51 @@ class Engine(ABC):
         """Log vs plan, figure by figure, each within the rounding the log's own figures allow."""
         obs = self.observed_kv_tokens(facts, plan)
         return [] if obs is None else [Comparison("kv_tokens", "per rank", obs, self.logged_kv_tokens(plan), 0.005)]
+
+    # ---- its serving stats ----
+    launch_markers: ClassVar[tuple[str, ...]] = ()  # a log line that starts a new launch
+
+    def serving_sample(self, line: str) -> Sample | None:
+        """The serving-stats sample one of its log lines holds (decode/prefill/stats/retract/preempt), else None."""
+        return None
+
+    def serving_amend(self, line: str, last: Sample | None) -> bool:
+        """True when ``line`` completes the sample before it (folded into ``last``) instead of being one."""
+        return False
+
+    def serving_pool_tokens(self, samples: Sequence[Sample]) -> tuple[int, str] | None:
+        """The KV pool (tokens per pool, and how it was read) from serving samples when nothing else reported it."""
+        return None
+
+    def corpus_record(self, sample: Sample) -> dict[str, Any]:
+        """A sample with the keys ../shared/logcorpus/throughput.jsonl uses for this engine's lines."""
+        return {k: v for k, v in vars(sample).items() if v is not None and k not in ("kind", "fmt", "raw")}
+
+    # ---- a running server ----
+    default_port: ClassVar[int] = 8000
+    health_paths: ClassVar[tuple[str, ...]] = ("/health", "/v1/models")  # all 2xx: ready
+    info_paths: ClassVar[tuple[str, ...]] = ()  # its own info endpoint(s): a JSON object identifies the engine
+    bare_openai_server: ClassVar[bool] = False  # a server answering only OpenAI endpoints is this engine
+    metrics: ClassVar[MetricNames | None] = None
+
+    def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
+                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
+        """What a running server's endpoints said, as LogFacts (so its launch is rebuilt like a log's): its info
+        endpoint's JSON, its config-info metric labels, the /v1/models cards."""
+        return None
+
+    def running_cap(self, plan: Plan) -> int | None:
+        """The running-requests cap the launch fixes, when the server does not report one (None: unknown)."""
+        return None
+
+    def pool_scope(self, plan: Plan) -> str:
+        """The scope of ``logged_kv_tokens`` summed over the replica, in words."""
+        return "per replica"
+
+    def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+        """The levers diagnose prices for this launch, after ``current`` (what cannot be offered goes to
+        ``skipped`` with the reason)."""
+        return iter(())
 
     # ---- the human report ----
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:

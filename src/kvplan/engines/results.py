@@ -44,3 +44,34 @@ class StartupDialect(Protocol):
     def looks_like(self, line: str) -> bool: ...  # a line only this engine prints
 
     def parse(self, lines: Iterable[str]) -> LogFacts: ...
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """An engine's Prometheus ``/metrics`` names, by what they mean (the first name present wins; label sets, i.e.
+    DP ranks or engines, add up; an empty tuple: the engine has no such metric)."""
+
+    prefix: str  # every name of this engine starts with it ("vllm:"): a page with it is this engine's
+    running: tuple[str, ...]  # gauge: requests running
+    waiting: tuple[str, ...]  # gauge: requests waiting
+    usage: tuple[str, ...]  # gauge: KV pool usage 0-1 (the peak over label sets)
+    generation_tokens: tuple[str, ...]  # counter
+    prompt_tokens: tuple[str, ...]  # counter
+    used_tokens: tuple[str, ...] = ()  # gauge: KV tokens in use
+    host_used_tokens: tuple[str, ...] = ()  # gauge: host KV tier tokens in use
+    host_total_tokens: tuple[str, ...] = ()  # gauge: host KV tier capacity
+    accept_length: tuple[str, ...] = ()  # gauge: speculative decoding acceptance length (peak)
+    gen_throughput: tuple[str, ...] = ()  # gauge: generation tok/s of the last logging interval
+    preemptions: tuple[str, ...] = ()  # counter
+    prefix_queries: tuple[str, ...] = ()  # counter: prompt tokens looked up in the prefix cache
+    prefix_hits: tuple[str, ...] = ()  # counter: of those, found
+    external_queries: tuple[str, ...] = ()  # counter: KV connector (LMCache, offloading) lookups
+    external_hits: tuple[str, ...] = ()
+    cached_tokens: tuple[str, ...] = ()  # counter: prompt tokens served from the prefix cache
+    retracted: tuple[str, ...] = ()  # gauge: requests retracted
+    requests: tuple[str, ...] = ()  # counter: requests finished (with prompt/generation totals: average length)
+    config_info: str | None = None  # info metric whose labels are the cache config (vLLM cache_config_info)
+
+    def histogram(self, what: str) -> str:
+        """``<prefix>request_<what>_tokens``: the per-request histograms (``_count``, ``_sum``)."""
+        return f"{self.prefix}request_{what}_tokens"

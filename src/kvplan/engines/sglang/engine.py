@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
+from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.sglang import compare, from_log, log, report
+from kvplan.engines.sglang import compare, from_log, log, report, server, serving
+from kvplan.engines.sglang import levers as lever_specs
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
@@ -16,6 +18,7 @@ from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, ru
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
+from kvplan.logs.serving import Sample
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
@@ -48,6 +51,10 @@ class SGLangEngine(Engine):
     findings_package = "kvplan.engines.sglang.findings"
     newest_version = NEWEST
     model_flag = "--model-path"
+    launch_markers = serving.LAUNCH_MARKERS
+    default_port = 30000
+    info_paths = server.INFO_PATHS
+    metrics = server.METRICS
 
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
@@ -77,6 +84,26 @@ class SGLangEngine(Engine):
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
         return compare.compare(facts, plan)
+
+    def serving_sample(self, line: str) -> Sample | None:
+        return serving.sample(line)
+
+    def corpus_record(self, sample: Sample) -> dict[str, Any]:
+        return serving.corpus_record(sample)
+
+    def serving_pool_tokens(self, samples: Sequence[Sample]) -> tuple[int, str] | None:
+        return serving.pool_tokens(samples)
+
+    def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
+                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
+        return server.server_facts(info)
+
+    def pool_scope(self, plan: Plan) -> str:
+        g = plan.per_replica.dp_groups
+        return f"per replica ({g} DP groups)" if g > 1 else "per replica"
+
+    def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+        return lever_specs.levers(inputs, skipped)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
         return report.rank_rows(plan)

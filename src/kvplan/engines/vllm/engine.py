@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
+from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.vllm import compare, from_log, log, report
+from kvplan.engines.vllm import compare, from_log, log, report, server, serving
 from kvplan.engines.vllm import host as hosts
+from kvplan.engines.vllm import levers as lever_specs
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
@@ -20,6 +22,7 @@ from kvplan.engines.vllm.rules import NEWEST
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
+from kvplan.logs.serving import Sample
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import (
@@ -88,6 +91,10 @@ class VLLMEngine(Engine):
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
     newest_version = NEWEST
+    launch_markers = serving.LAUNCH_MARKERS
+    default_port = 8000
+    bare_openai_server = True
+    metrics = server.METRICS
 
     def parse(self, cmd: LaunchCommand) -> VLLMArgs:
         return parse_vllm(cmd)
@@ -125,6 +132,28 @@ class VLLMEngine(Engine):
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
         return compare.compare(facts, plan)
+
+    def serving_sample(self, line: str) -> Sample | None:
+        return serving.sample(line)
+
+    def corpus_record(self, sample: Sample) -> dict[str, Any]:
+        return serving.corpus_record(sample)
+
+    def serving_amend(self, line: str, last: Sample | None) -> bool:
+        return serving.amend(line, last)
+
+    def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
+                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
+        return server.server_facts(cache_config, models)
+
+    def running_cap(self, plan: Plan) -> int | None:
+        return vllm_settings(plan).max_num_seqs
+
+    def pool_scope(self, plan: Plan) -> str:
+        return "per engine"
+
+    def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+        return lever_specs.levers(inputs, skipped)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
         return report.rank_rows(plan)

@@ -1,9 +1,6 @@
-"""Which levers each engine has, as LeverSpecs (flags for the command, engine-args changes for the plan).
-
-SGLang: the static fraction raised by 0.03 per step while no error finding (gpu-headroom-low, kv-pool-empty)
-appears; fp8 KV; DP attention for MLA models under plain TP; fewer CUDA-graph batch sizes; a second replica;
-HiCache (prefix reuse only). vLLM: gpu-memory-utilization steps (or a doubled explicit KV size, which is what
-vLLM-CPU and --kv-cache-memory-bytes launches use); fp8 KV; a second replica.
+"""SGLang's levers, as LeverSpecs (flags for the command, SGLangArgs changes for the plan): the static fraction
+raised by 0.03 per step while no error finding (gpu-headroom-low, kv-pool-empty) appears; fp8 KV; DP attention for
+MLA models under plain TP; fewer CUDA-graph batch sizes; a second replica; HiCache (prefix reuse only).
 """
 
 from __future__ import annotations
@@ -11,26 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from kvplan.diagnose.levers import GMU_MAX, MAX_STEPS, MFS_MAX, MFS_STEP, LeverSpec, Pricing, _findings
+from kvplan.engines.levers import LeverInputs, LeverSpec, steps
+from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.units import GiB
 
 
-def _steps(p: Pricing, field: str, flag: str, label: str, start: float, top: float, skipped: list[str],
-           note) -> Iterator[LeverSpec]:
-    for k in range(1, MAX_STEPS + 1):
-        x = round(start + MFS_STEP * k, 2)
-        if x > top:
-            break
-        errors = [f for f in _findings(p, p.replan(**{field: x}), {field: x}) if f.endswith("(error)")]
-        if errors:
-            skipped.append(f"{flag} {x:.2f} and above: {errors[0]} (not safe; the steps stop here)")
-            break
-        yield LeverSpec(f"{label} {x:.2f}", {flag: f"{x:.2f}"}, {field: x}, [note(x)])
-
-
-def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    from kvplan.engines.sglang.settings import sglang_settings
-
+def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
     cur = p.current
     s, pool = sglang_settings(cur), cur.per_rank.static
     mfs, cell = s.mem_fraction_static, cur.per_rank.kv_bytes_per_token
@@ -41,8 +24,7 @@ def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
         return (f"+{x - mfs:.2f} × baseline P {base / GiB:.2f} GiB per rank / {cell:,} B per token = "
                 f"+{add:,.0f} tokens per rank")
 
-    yield from _steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, MFS_MAX, skipped,
-                      mfs_note)
+    yield from steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, skipped, mfs_note)
     if "fp8" not in s.kv_cache_dtype:
         yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"}, {"kv_cache_dtype": "fp8_e4m3"},
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
@@ -63,20 +45,18 @@ def sglang(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
         yield _hicache(p)
 
 
-def _graphs(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    from kvplan.engines.sglang.settings import sglang_settings
-
-    s, w = sglang_settings(p.current), p.window
+def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+    s, running_max = sglang_settings(p.current), p.running_max
     bs = s.cuda_graph_max_bs
-    if not bs or w.running_max is None:
+    if not bs or running_max is None:
         return
-    target = max(8, math.ceil(w.running_max * 1.25 / 8) * 8)
+    target = max(8, math.ceil(running_max * 1.25 / 8) * 8)
     if target >= bs:
         return
     changes: dict = {"cuda_graph_max_bs": target}
     flags: dict = {"--cuda-graph-max-bs": str(target)}
     seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s.cuda_graph_estimate}"
-    notes = [f"captures decode graphs up to {target} (from {bs}; {w.running_max} ran at most); graph memory "
+    notes = [f"captures decode graphs up to {target} (from {bs}; {running_max} ran at most); graph memory "
              f"{seen}", "SGLang sizes the KV pool before capturing graphs: at the same fraction the pool is "
              "unchanged; the memory freed makes a higher fraction safe"]
     if s.mem_fraction_static_source == "--mem-fraction-static":
@@ -98,7 +78,7 @@ def _graphs(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
     yield LeverSpec(f"graphs bs≤{target}", flags, changes, notes)
 
 
-def _hicache(p: Pricing) -> LeverSpec:
+def _hicache(p: LeverInputs) -> LeverSpec:
     flags: dict = {"--enable-hierarchical-cache": ""}
     changes: dict = {"enable_hierarchical_cache": True, "hicache_ratio": 2.0}
     size = None
@@ -116,31 +96,3 @@ def _hicache(p: Pricing) -> LeverSpec:
                       "running requests cannot (same device pool)"]
                      + ([] if size else ["host memory of the server unknown: sized by ratio; check it with "
                                          "kvplan check --host-mem-gib"]), same_pool=True)
-
-
-def vllm(p: Pricing, skipped: list[str]) -> Iterator[LeverSpec]:
-    from kvplan.engines.vllm.settings import vllm_settings
-
-    s = vllm_settings(p.current)
-    if not s.kv_budget_exact and s.platform == "cuda":
-        gmu = s.gpu_memory_utilization
-        yield from _steps(p, "gpu_memory_utilization", "--gpu-memory-utilization", "gpu-util", gmu, GMU_MAX, skipped,
-                          lambda x: f"+{x - gmu:.2f} × GPU memory per rank for the KV cache (ceil(total × u))")
-    elif s.kv_budget_exact and "--kv-memory-gib" not in s.kv_budget_source:
-        args = p.engine.parse(p.cmd)
-        space = args.env.get("VLLM_CPU_KVCACHE_SPACE")
-        note = "needs twice the KV memory free on the device / NUMA node (not checked)"
-        if args.is_cpu and space:
-            new = str(int(space) * 2)
-            yield LeverSpec("KV memory ×2", {"VLLM_CPU_KVCACHE_SPACE": new},
-                            {"env": {**args.env, "VLLM_CPU_KVCACHE_SPACE": new}}, [note])
-        elif args.kv_cache_memory_bytes:
-            new = str(args.kv_cache_memory_bytes * 2)
-            yield LeverSpec("KV memory ×2", {"--kv-cache-memory-bytes": new},
-                            {"kv_cache_memory_bytes": int(new)}, [note])
-    if "fp8" not in s.kv_cache_dtype:
-        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8"}, {"kv_cache_dtype": "fp8"},
-                        ["half the bytes per token; fp8 KV can change outputs: check quality first"])
-    dp = s.data_parallel_size or 1
-    yield LeverSpec("2 replicas", {"--data-parallel-size": str(dp * 2)}, None,
-                    [f"a second engine on {s.world_size} more GPU(s) (--data-parallel-size)"], replicas=2)
