@@ -162,6 +162,20 @@ class Engine(ABC):
         """A sample with the keys ../shared/logcorpus/throughput.jsonl uses for this engine's lines."""
         return {k: v for k, v in vars(sample).items() if v is not None and k not in ("kind", "fmt", "raw")}
 
+    # ---- a launch under the watchdog ----
+    startup_phases: ClassVar[tuple[tuple[str, str], ...]] = ()  # (phase, regex) in startup order (launch.phases)
+    log_signature: ClassVar[str] = ""  # regex of a line only this engine prints
+    process_titles: ClassVar[tuple[str, ...]] = ()  # title prefixes of its rank processes (kvplan cleanup)
+    shm_prefixes: ClassVar[tuple[str, ...]] = ()  # /dev/shm names it leaves
+
+    def kv_cache_on_host(self, plan: Plan) -> tuple[str, str] | None:
+        """(where, how it is sized) when the plan's KV cache lives in host memory (vLLM's CPU platform), else None."""
+        return None
+
+    def resize_kv_cache_on_host(self, plan: Plan, gib_per_rank: int) -> tuple[str, str]:
+        """(the fix in words, the fixed command) for a host-memory KV cache of ``gib_per_rank`` GiB per rank."""
+        raise NotImplementedError(f"{self.display_name} keeps no KV cache in host memory")
+
     # ---- a running server ----
     default_port: ClassVar[int] = 8000
     health_paths: ClassVar[tuple[str, ...]] = ("/health", "/v1/models")  # all 2xx: ready

@@ -17,7 +17,6 @@ older than ``--min-age``.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import time
@@ -27,7 +26,12 @@ from pathlib import Path
 from kvplan.launch import procs, shm, state
 from kvplan.units import MiB
 
-ENGINE_RANK = re.compile(r"^(?:sglang::|VLLM::|vllm::)")
+
+def _engine_rank(title: str) -> bool:
+    """A process titled like an engine's rank (``Engine.process_titles``: ``sglang::scheduler``, ``VLLM::Worker``)."""
+    from kvplan.engines import all_engines
+
+    return title.startswith(tuple(t for e in all_engines() for t in e.process_titles))
 
 
 def marked_processes() -> dict[int, tuple[str, str | None, procs.ProcStat]]:
@@ -151,7 +155,7 @@ def collect(min_age: float = 60.0) -> Findings:
         f.groups.append(Group(f"launch {lid} (processes marked {procs.MARKER}; its kvplan is gone)",
                               [stats[p] for p in sorted(mine) if p in stats]))
     for p, st in sorted(stats.items()):
-        if p in claimed or st.ppid != 1 or not ENGINE_RANK.match(procs.cmdline(p)):
+        if p in claimed or st.ppid != 1 or not _engine_rank(procs.cmdline(p)):
             continue
         mine = _closure({p}, stats) - claimed
         claimed |= mine

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from functools import lru_cache
 
-ENGINE_PATTERNS = ("psm_", "sem.", "torch_", "vllm", "sglang", "nccl-", "lmcache", "mooncake")
+GENERIC_PATTERNS = ("psm_", "sem.", "torch_", "nccl-")  # Python shared_memory, POSIX semaphores, torch, NCCL
 CHECK_EVERY_S = 1.0  # how often pending segments are looked for in the members' maps
 PENDING_FOR_S = 30.0  # after that, a new segment nobody of the launch maps is left alone
 
@@ -24,8 +25,22 @@ def shm_dir() -> str:
     return os.environ.get("KVPLAN_SHM_DIR", "/dev/shm")
 
 
+def engine_patterns() -> tuple[str, ...]:
+    """Name prefixes of segments an engine launch leaves: the generic ones and each engine's (``shm_prefixes``)."""
+    from kvplan.engines import ENGINES
+
+    return _patterns(tuple(ENGINES.items()))
+
+
+@lru_cache(maxsize=4)
+def _patterns(registry: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    from kvplan.engines import all_engines
+
+    return GENERIC_PATTERNS + tuple(p for e in all_engines() for p in e.shm_prefixes)
+
+
 def is_engine_segment(name: str) -> bool:
-    return name.startswith(ENGINE_PATTERNS)
+    return name.startswith(engine_patterns())
 
 
 def listing(d: str) -> dict[str, int]:

@@ -9,8 +9,7 @@ from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.sglang import compare, from_log, log, report, server, serving
-from kvplan.engines.sglang import levers as lever_specs
+from kvplan.engines.sglang import launch, server, serving
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
@@ -52,6 +51,10 @@ class SGLangEngine(Engine):
     newest_version = NEWEST
     model_flag = "--model-path"
     launch_markers = serving.LAUNCH_MARKERS
+    startup_phases = launch.PHASES
+    log_signature = launch.SIGNATURE
+    process_titles = launch.PROCESS_TITLES
+    shm_prefixes = launch.SHM_PREFIXES
     default_port = 30000
     info_paths = server.INFO_PATHS
     metrics = server.METRICS
@@ -63,16 +66,24 @@ class SGLangEngine(Engine):
         return FLAGS
 
     def log_dialect(self) -> StartupDialect:
+        from kvplan.engines.sglang import log
+
         return log
 
     def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+        from kvplan.engines.sglang import from_log
+
         return from_log.log_flags(args)
 
     def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+        from kvplan.engines.sglang import from_log
+
         return from_log.observed_inputs(facts, missing)
 
     def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
                       command: Sequence[str] | None) -> list[str]:
+        from kvplan.engines.sglang import from_log
+
         return from_log.notes(facts, version, version_known, command)
 
     def predicted_extra(self, plan: Plan) -> dict[str, Any]:
@@ -83,6 +94,8 @@ class SGLangEngine(Engine):
                 "headroom_after_graphs_gib": round(pool.headroom_after_graphs_bytes / GiB, 3)}
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+        from kvplan.engines.sglang import compare
+
         return compare.compare(facts, plan)
 
     def serving_sample(self, line: str) -> Sample | None:
@@ -103,15 +116,23 @@ class SGLangEngine(Engine):
         return f"per replica ({g} DP groups)" if g > 1 else "per replica"
 
     def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
-        return lever_specs.levers(inputs, skipped)
+        from kvplan.engines.sglang import levers
+
+        return levers.levers(inputs, skipped)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+        from kvplan.engines.sglang import report
+
         return report.rank_rows(plan)
 
     def describe_host_tiers(self, plan: Plan) -> list[str]:
+        from kvplan.engines.sglang import report
+
         return report.host_tiers(plan)
 
     def host_check_refuses(self, plan: Plan) -> str | None:
+        from kvplan.engines.sglang import report
+
         return report.host_refusal(plan)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:

@@ -12,9 +12,8 @@ from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.vllm import compare, from_log, log, report, server, serving
+from kvplan.engines.vllm import compare, from_log, launch, log, report, server, serving
 from kvplan.engines.vllm import host as hosts
-from kvplan.engines.vllm import levers as lever_specs
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
@@ -92,6 +91,10 @@ class VLLMEngine(Engine):
     findings_package = "kvplan.engines.vllm.findings"
     newest_version = NEWEST
     launch_markers = serving.LAUNCH_MARKERS
+    startup_phases = launch.PHASES
+    log_signature = launch.SIGNATURE
+    process_titles = launch.PROCESS_TITLES
+    shm_prefixes = launch.SHM_PREFIXES
     default_port = 8000
     bare_openai_server = True
     metrics = server.METRICS
@@ -103,15 +106,18 @@ class VLLMEngine(Engine):
         return FLAGS
 
     def log_dialect(self) -> StartupDialect:
+
         return log
 
     def launch_argv(self, model: str, flags: Sequence[str]) -> list[str]:
         return ["vllm", "serve", model, *flags]
 
     def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+
         return from_log.log_flags(args)
 
     def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+
         return from_log.observed_inputs(facts, missing)
 
     def logged_kv_tokens(self, plan: Plan) -> int:
@@ -131,6 +137,7 @@ class VLLMEngine(Engine):
         return {"kv_blocks": plan.per_rank.kv_blocks, "max_concurrency": plan.per_replica.max_concurrency}
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+
         return compare.compare(facts, plan)
 
     def serving_sample(self, line: str) -> Sample | None:
@@ -153,12 +160,22 @@ class VLLMEngine(Engine):
         return "per engine"
 
     def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
-        return lever_specs.levers(inputs, skipped)
+        from kvplan.engines.vllm import levers
+
+        return levers.levers(inputs, skipped)
+
+    def kv_cache_on_host(self, plan: Plan) -> tuple[str, str] | None:
+        return launch.kv_cache_on_host(plan)
+
+    def resize_kv_cache_on_host(self, plan: Plan, gib_per_rank: int) -> tuple[str, str]:
+        return launch.resize_kv_cache_on_host(plan, gib_per_rank)
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+
         return report.rank_rows(plan)
 
     def describe_host_tiers(self, plan: Plan) -> list[str]:
+
         return report.host_tiers(plan)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
