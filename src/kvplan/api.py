@@ -8,7 +8,7 @@ from dataclasses import fields
 from typing import Any
 
 from kvplan.options import PlanOptions
-from kvplan.result import CheckResult
+from kvplan.result import CheckResult, Plan
 
 
 def _options(kw: dict[str, Any]) -> PlanOptions:
@@ -33,7 +33,7 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     engine = detect_engine(cmd)
     plan_ = engine.plan(cmd, opts)
 
-    def replan(**changes: Any):
+    def replan(**changes: Any) -> Plan:
         return engine.replan(cmd, opts, **changes)
 
     findings = run_rules(Context(plan_, replan))
@@ -53,16 +53,16 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
                        suggested_plan=suggested_plan)
 
 
-def plan(model: str, engine: str = "sglang", tp: int = 1, dp: int = 1, pp: int = 1,
+def plan(model: str, engine: str | None = None, tp: int = 1, dp: int = 1, pp: int = 1,
          extra_args: Sequence[str] = (), **options: Any) -> CheckResult:
-    """The same engine model from plain options: builds the launch command the options describe."""
+    """The same engine model from plain options: the engine (default: kvplan.engines.DEFAULT_ENGINE) builds the
+    launch command they describe; ``extra_args`` are more of its flags."""
+    from kvplan.engines import DEFAULT_ENGINE, all_engines, get_engine
     from kvplan.errors import KvplanError
 
-    if engine != "sglang":
-        raise KvplanError(f"kvplan plan: engine {engine!r} is not supported yet", "use --engine sglang")
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
-    if dp > 1:
-        argv += ["--dp-size", str(dp)]
-    if pp > 1:
-        argv += ["--pp-size", str(pp)]
+    name = engine or DEFAULT_ENGINE
+    argv = get_engine(name).plan_argv(model, tp, dp, pp)
+    if argv is None:
+        able = [e.name for e in all_engines() if e.plan_argv(model, 1, 1, 1) is not None]
+        raise KvplanError(f"kvplan plan: engine {name!r} is not supported yet", f"use --engine {' or '.join(able)}")
     return check([*argv, *extra_args], **options)

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from kvplan.diagnose.cli import add_parser, run
+from kvplan.cli.diagnose import add_parser, run
 from kvplan.diagnose.diagnose import diagnose
 from tests.diagnose.incident_log import CMD, P_GIB, POOL, write_incident_log
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FAULTS = Path(__file__).with_name("faults")
-KVPLAN = [sys.executable, "-m", "kvplan.launch"]
+KVPLAN = [sys.executable, "-m", "kvplan"]
 
 
 @dataclass

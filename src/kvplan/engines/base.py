@@ -221,6 +221,15 @@ class Engine(ABC):
         """What the engine says when its own host check refuses the launch; None when nothing stops it."""
         return None
 
+    # ---- kvplan plan: a launch from plain options ----
+    def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
+        """The launch command of ``model`` on tp × dp × pp ranks (None: this engine has no such builder yet)."""
+        return None
+
+    def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
+        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None: not given)."""
+        return flags_from_values(values.items(), self.flag_table())
+
     # ---- findings ----
     def finding_rules(self) -> list[tuple[int, FindingRule]]:
         """This engine's own finding rules with their positions (rules of equal severity are reported in position

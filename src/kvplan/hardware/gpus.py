@@ -57,3 +57,8 @@ def lookup_gpu(name: str) -> GPU:
                           "use a name from `kvplan gpus` or give its memory with --gpu-mem-mib")
     return GPU(name=g["name"], total_mib=int(g["total_mib"]), vendor=g.get("vendor", "nvidia"),
                source=g.get("source"))
+
+
+def catalog_gpus() -> list[dict]:
+    """Every catalog entry once (name, total_mib, aliases, vendor, source), by name (``kvplan gpus``)."""
+    return sorted({id(v): v for v in _index().values()}.values(), key=lambda g: g["name"])

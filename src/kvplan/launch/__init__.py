@@ -9,8 +9,7 @@ memory every 0.25 s, and stops the whole process tree (SIGTERM, grace, SIGKILL, 
 removed) when the host would run dry, a rank dies, the log stalls while memory climbs, or readiness times out. After
 an abort it prints a diagnosis: phase, signal, numbers, the plan's likely cause and the fix.
 
-Modules (nothing heavy is imported here):
-  cli         argparse (``add_parsers``, ``run_launch``, ``run_cleanup``) and the preflight
+Modules (nothing heavy is imported here; the command lines and the preflight are kvplan.cli.launch / .cleanup):
   supervisor  the foreground loop: start, follow, sample, decide, stop, clean up
   procs       the process tree: session, KVPLAN_LAUNCH_ID marker, subreaper; terminate and verify
   shm         /dev/shm segments tied to a launch (by inode), stale ones

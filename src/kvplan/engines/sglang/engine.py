@@ -65,6 +65,20 @@ class SGLangEngine(Engine):
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
 
+    def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
+        argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
+        if dp > 1:
+            argv += ["--dp-size", str(dp)]
+        if pp > 1:
+            argv += ["--pp-size", str(pp)]
+        return argv
+
+    def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
+        flags = super().plan_flags(values)
+        if values.get("hicache_size") is not None or values.get("hicache_ratio") is not None:
+            flags.append("--enable-hierarchical-cache")  # a host pool size means HiCache on
+        return flags
+
     def log_dialect(self) -> StartupDialect:
         from kvplan.engines.sglang import log
 

@@ -1,4 +1,4 @@
-"""``kvplan diagnose`` command line: ``add_parser(subparsers)`` registers it, ``run(args, command)`` runs it.
+"""``kvplan diagnose``: ``add_parser(subparsers)`` registers it, ``run(args, command)`` runs it.
 
     kvplan diagnose --log server.log [--window 300] [--gpu ...] [-- <launch command>]
     kvplan diagnose --url http://127.0.0.1:30000 --window 30 --launch-command "python -m sglang.launch_server ..."
@@ -17,6 +17,8 @@ HELP = "name a running server's bottleneck and price the levers: kvplan diagnose
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from kvplan.cli.options import add_plan_options, json_option
+
     p = subparsers.add_parser(
         "diagnose", help=HELP,
         description="Read a running SGLang or vLLM server (its log and/or its HTTP endpoints) over a window, name "
@@ -28,21 +30,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--window", type=float, help="seconds: sample the URL this long (default 30), or read the last "
                    "S seconds of the log (default 600)")
     p.add_argument("--launch-command", help="the launch command as one string (or put it after --)")
-    g = p.add_argument_group("hardware and inputs (as kvplan check)")
-    g.add_argument("--gpu", help="GPU name as nvidia-smi prints it, or an alias")
-    g.add_argument("--gpu-mem-mib", type=int, help="GPU memory.total in MiB")
-    g.add_argument("--gpus-per-node", type=int, help="GPUs per node")
-    g.add_argument("--host-mem-gib", type=float, help="host memory available to the engine per node, GiB")
-    g.add_argument("--engine-version", help="engine version (default: the log's, else the installed/newest)")
-    g.add_argument("--model-config", help="config.json or checkpoint directory")
-    g.add_argument("--avg-tokens", type=int,
-                   help="tokens per request for 'requests that fit' (default: the in-flight size observed)")
-    g.add_argument("--free-gib", type=float, help="free GPU memory per rank before weights (default: the log's)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_plan_options(p, "hardware and inputs (as kvplan check)", defaults={"avg_tokens": None}, helps={
+        "engine_version": "engine version (default: the log's, else the installed/newest)",
+        "avg_tokens": "tokens per request for 'requests that fit' (default: the in-flight size observed)",
+        "free_gib": "free GPU memory per rank before weights (default: the log's)"})
+    json_option(p, "print one JSON object")
     return p
 
 
-def run(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
+def run(args: argparse.Namespace, command: Sequence[str] | None = None,
+        parser: argparse.ArgumentParser | None = None) -> int:
+    from kvplan.cli.options import plan_options
     from kvplan.diagnose.diagnose import diagnose
     from kvplan.errors import KvplanError
 
@@ -51,9 +49,7 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
     if args.launch_command and command:
         raise KvplanError("give the launch command once: --launch-command or after --")
     cmd = shlex.split(args.launch_command) if args.launch_command else (list(command) if command else None)
-    opts = {"gpu": args.gpu, "gpu_mem_mib": args.gpu_mem_mib, "gpus_per_node": args.gpus_per_node,
-            "host_mem_gib": args.host_mem_gib, "engine_version": args.engine_version,
-            "model_config": args.model_config, "avg_tokens": args.avg_tokens, "free_gib": args.free_gib}
+    opts = plan_options(args)
     res = diagnose(url=args.url, log=args.log, window_s=args.window, launch_command=cmd,
                    **{k: v for k, v in opts.items() if v is not None})
     if args.json:

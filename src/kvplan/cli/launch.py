@@ -1,5 +1,5 @@
-"""``kvplan launch`` and ``kvplan cleanup``: argparse wiring and the preflight. Heavy modules load inside the
-commands (the CLI must start fast).
+"""``kvplan launch``: argparse wiring and the preflight; kvplan.launch supervises. Heavy modules load inside the
+command (the CLI must start fast).
 
 Exit codes of ``launch``: the server's own when it exits by itself (128+N for signal N), 3 when kvplan aborted it,
 0 after a clean stop on request, 1 when the preflight refuses (an error finding, no ``--force``), 2 bad input,
@@ -12,18 +12,15 @@ import argparse
 import sys
 
 
-def add_parsers(sub) -> None:
-    """Register ``launch`` and ``cleanup`` on kvplan's subparsers."""
-    from kvplan.cli.main import _hardware_options
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``launch`` on kvplan's subparsers."""
+    from kvplan.cli.options import add_plan_options, json_option
 
     p = sub.add_parser("launch", help="start a launch command under a watchdog: kvplan launch [options] -- <command>",
                        description="Preflight the command like `kvplan check`, start it in its own session, follow "
                        "its startup phases and memory, and stop the whole process tree (nothing left behind) before "
                        "the host runs dry. Put the command after --.")
-    _hardware_options(p)
-    for act in p._actions:
-        if act.dest == "json":
-            act.help = "print the events (JSON lines, as --events writes them) instead of the report"
+    json_option(add_plan_options(p), "print the events (JSON lines, as --events writes them) instead of the report")
     w = p.add_argument_group("watchdog")
     w.add_argument("--host-reserve-gib", type=float,
                    help="abort before host available memory falls below this (default: 5%% of RAM, 4-32 GiB)")
@@ -46,15 +43,7 @@ def add_parsers(sub) -> None:
     w.add_argument("--log", help="the server's stdout+stderr (default: ~/.cache/kvplan/launches/<id>.log)")
     w.add_argument("--force", action="store_true", help="launch even when the preflight finds errors")
     w.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
-    c = sub.add_parser("cleanup", help="stop what earlier launches left: processes, GPU holders, /dev/shm segments",
-                       description="Find processes of earlier kvplan launches (state files, the KVPLAN_LAUNCH_ID "
-                       "marker), orphaned engine ranks (also those holding GPU memory), and stale engine /dev/shm "
-                       "segments; remove them after confirmation. Processes that cannot be tied to an engine launch "
-                       "are never touched.")
-    c.add_argument("--yes", "-y", action="store_true", help="do not ask")
-    c.add_argument("--dry-run", action="store_true", help="only list")
-    c.add_argument("--min-age", type=float, default=60.0,
-                   help="/dev/shm segments not tied to a launch must be unused and this many seconds old (default 60)")
+    return p
 
 
 def _split_env(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -72,7 +61,7 @@ def _split_env(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
 def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, int | None]:
     """(CheckResult or None, engine name or None, the LaunchCommand, exit code if refused)."""
     from kvplan import api
-    from kvplan.cli.main import _opts
+    from kvplan.cli.options import plan_options
     from kvplan.engines import detect_engine, split_command
     from kvplan.errors import KvplanError
 
@@ -83,7 +72,7 @@ def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, 
         rep.preflight(["preflight: not a known engine launch command, so no preflight (no plan, phases read from "
                        "the log only): supervised as is"])
         return None, None, cmd, None
-    opts = _opts(a)
+    opts = plan_options(a)
     if opts.get("host_mem_gib") is None and a.host_budget_gib is not None:
         opts["host_mem_gib"] = a.host_budget_gib
     try:
@@ -112,7 +101,7 @@ def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, 
     return res, engine, cmd, None
 
 
-def run_launch(a: argparse.Namespace, command: list[str]) -> int:
+def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentParser | None = None) -> int:
     from kvplan.engines.cmdline import tokenize
     from kvplan.errors import KvplanError
     from kvplan.launch import procs, report, state, watchdog
@@ -162,9 +151,3 @@ def run_launch(a: argparse.Namespace, command: list[str]) -> int:
         events.close()
     rep.end(out, diagnose(out, res, limits))
     return out.code
-
-
-def run_cleanup(a: argparse.Namespace) -> int:
-    from kvplan.launch.cleanup import run
-
-    return run(yes=a.yes, dry_run=a.dry_run, min_age=a.min_age)
