@@ -62,7 +62,9 @@ def shm_names(d: str = "/dev/shm") -> set[str]:
 
 def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0, env: dict | None = None,
            signals: list[tuple[float, int]] = ()) -> Run:
-    """``kvplan launch --plain --events E --log L ARGS -- COMMAND``; *signals*: (delay s, signum) sent to kvplan."""
+    """``kvplan launch --plain --events E --log L ARGS -- COMMAND``; *signals*: (delay s, signum) sent to kvplan,
+    the delay counted from when the launched command has started (a fault program records its pid): kvplan
+    installs its handlers before it starts the command, so a loaded machine's slow start cannot race them."""
     tmp.mkdir(parents=True, exist_ok=True)
     for name in ("pids", "events.jsonl", "server.log"):
         (tmp / name).unlink(missing_ok=True)
@@ -71,8 +73,13 @@ def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0
     t0 = time.monotonic()
     p = subprocess.Popen([*KVPLAN, "launch", "--plain", "--events", str(ev), "--log", str(log), *args, "--", *command],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or env_for(tmp))
+    t_cmd = t0
+    if signals:
+        while not (tmp / "pids").exists() and p.poll() is None and time.monotonic() < t0 + timeout:
+            time.sleep(0.02)
+        t_cmd = time.monotonic()
     for delay, sig in signals:
-        time.sleep(max(0.0, t0 + delay - time.monotonic()))
+        time.sleep(max(0.0, t_cmd + delay - time.monotonic()))
         p.send_signal(sig)
     try:
         out, err = p.communicate(timeout=timeout)

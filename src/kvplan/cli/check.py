@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from kvplan.result import CheckResult
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.result import CheckResult
 
 # The incident (../shared/seeds): Kimi-K2.5, TP8, --hicache-size 300 (decimal GB per rank) on a 449 GiB host.
 INCIDENT = ["python", "-m", "sglang.launch_server", "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8",
@@ -16,7 +18,7 @@ INCIDENT_OPTS = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "host_me
                  "engine_version": "0.5.9"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     from kvplan.cli.options import add_plan_options, json_option
 
     c = sub.add_parser("check", help="preflight a real launch command: kvplan check [options] -- <command>",

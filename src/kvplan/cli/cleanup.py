@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     c = sub.add_parser("cleanup", help="stop what earlier launches left: processes, GPU holders, /dev/shm segments",
                        description="Find processes of earlier kvplan launches (state files, the KVPLAN_LAUNCH_ID "
                        "marker), orphaned engine ranks (also those holding GPU memory), and stale engine /dev/shm "

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 HELP = "name a running server's bottleneck and price the levers: kvplan diagnose --log FILE | --url URL"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     from kvplan.cli.options import add_plan_options, json_option
 
     p = subparsers.add_parser(

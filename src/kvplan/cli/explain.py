@@ -8,7 +8,7 @@ import json
 REMOTE_HOST_GIB = 1024.0  # a log's host is not this machine; only host KV pools need it
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     from kvplan.cli.options import add_plan_options, json_option
 
     ex = sub.add_parser("explain", help="reconcile a real startup log with the plan: kvplan explain LOG [-- command]",

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.cmdline import LaunchCommand
+    from kvplan.result import CheckResult
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``launch`` on kvplan's subparsers."""
     from kvplan.cli.options import add_plan_options, json_option
 
@@ -58,7 +63,8 @@ def _split_env(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, tokens[i:]
 
 
-def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, int | None]:
+def _preflight(a: argparse.Namespace, command: list[str],
+               rep: Any) -> tuple[CheckResult | None, str | None, LaunchCommand, int | None]:
     """(CheckResult or None, engine name or None, the LaunchCommand, exit code if refused)."""
     from kvplan import api
     from kvplan.cli.options import plan_options

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Sequence[str] = SUBCOMMANDS) -> argparse.ArgumentParser:
+    """The parser of kvplan with the subcommands ``only`` (all by default; one when the command line names it,
+    so that a command imports nothing of the others)."""
     from kvplan import __version__
 
     parser = argparse.ArgumentParser(
@@ -23,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         "before you launch it.")
     parser.add_argument("--version", action="version", version=f"kvplan {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in only:
         importlib.import_module(f"kvplan.cli.{name}").add_parser(sub)
     return parser
 
@@ -33,7 +35,8 @@ def _run(argv: list[str]) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1:]
-    parser = build_parser()
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser((first,) if first in SUBCOMMANDS else SUBCOMMANDS)
     a = parser.parse_args(argv)
     if a.cmd is None:
         parser.print_help()

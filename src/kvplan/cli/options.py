@@ -8,7 +8,7 @@ import types
 import typing
 from collections.abc import Collection, Mapping
 from dataclasses import MISSING, fields
-from typing import Any
+from typing import Any, cast
 
 from kvplan.options import PlanOptions
 
@@ -16,8 +16,8 @@ from kvplan.options import PlanOptions
 def _type(annotation: Any) -> type:
     """``int | None`` -> int."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return next(a for a in typing.get_args(annotation) if a is not type(None))
-    return annotation  # type: ignore[no-any-return]
+        return cast(type, next(a for a in typing.get_args(annotation) if a is not type(None)))
+    return cast(type, annotation)
 
 
 def add_plan_options(parser: argparse.ArgumentParser, title: str = "hardware and inputs",

@@ -9,7 +9,7 @@ SETTINGS = ("mem_fraction_static", "kv_cache_dtype", "context_length", "max_runn
             "hicache_size", "hicache_ratio", "enable_dp_attention")  # launch flags of the same names
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     from kvplan.cli.options import add_plan_options, json_option
 
     pl = sub.add_parser("plan", help="the same plan from plain options (no launch command)")

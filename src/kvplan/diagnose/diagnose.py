@@ -70,7 +70,7 @@ def _log_inputs(path: str) -> tuple[list[Sample], LogFacts | None]:
 def _pool_from_serving(engine: str | None, w: Window) -> tuple[int, str] | None:
     from kvplan.engines import ENGINES, get_engine
 
-    return get_engine(engine).serving_pool_tokens(w.samples) if engine in ENGINES else None
+    return get_engine(engine).serving_dialect().pool_tokens(w.samples) if engine in ENGINES else None
 
 
 def _engine_of(samples: list[Sample], facts: LogFacts | None, view: ServerView | None,
@@ -151,7 +151,7 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
                     "pool_source": ctx.pool_source, "avg_tokens": None if avg is None else round(avg, 1),
                     "avg_tokens_source": avg_src, "max_running": ctx.max_running}
     res.observed = {k: round(v, 3) if isinstance(v, float) else v for k, v in res.observed.items()}
-    if ctx.plan is not None:
+    if ctx.plan is not None and ctx.engine_obj is not None and ctx.cmd is not None and ctx.options is not None:
         p = Pricing(ctx.engine_obj, ctx.cmd, ctx.options, ctx.plan, w, pool_group, avg, ctx.command_known,
                     ctx.max_running, ctx.host_known, res.bottleneck, ctx.graph_gib)
         res.levers, skipped = price(p)

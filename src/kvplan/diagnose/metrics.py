@@ -88,7 +88,8 @@ class ServerView:
 def fetch(url: str, timeout: float = TIMEOUT_S) -> str:
     req = urllib.request.Request(url, headers={"User-Agent": "kvplan-diagnose"})
     with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - the user's own server URL
-        return r.read(16 * 2**20).decode("utf-8", "replace")
+        data: bytes = r.read(16 * 2**20)
+        return data.decode("utf-8", "replace")
 
 
 def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Callable[[str], str]) -> Any:
@@ -161,10 +162,10 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None,
     engines = all_engines()
     base = url.rstrip("/")
     view = ServerView(url=base)
-    for e in engines:
-        info = _get_json(base, e.info_paths, view, get) if e.info_paths else None
+    for eng in engines:
+        info = _get_json(base, eng.info_paths, view, get) if eng.info_paths else None
         if isinstance(info, dict):
-            view.engine, view.server_info = e.name, info
+            view.engine, view.server_info = eng.name, info
             break
     models = _get_json(base, ("/v1/models",), view, get)
     if isinstance(models, dict) and isinstance(models.get("data"), list):
@@ -186,9 +187,9 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None,
         cur = Scrape(clock(), series)
         if view.engine is None:
             names = " ".join(series)
-            view.engine = next((e.name for e in engines if e.metrics and e.metrics.prefix in names), None)
-        for e in engines:
-            info_metric = e.metrics.config_info if e.metrics else None
+            view.engine = next((eng.name for eng in engines if eng.metrics and eng.metrics.prefix in names), None)
+        for eng in engines:
+            info_metric = eng.metrics.config_info if eng.metrics else None
             if info_metric and info_metric in series and not view.cache_config:
                 view.cache_config = dict(series[info_metric][0][0])
         if view.engine:
@@ -196,7 +197,7 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None,
         view.scrapes.append(cur)
         prev = cur
     if view.engine is None and view.models:  # only OpenAI endpoints answered
-        view.engine = next((e.name for e in engines if e.bare_openai_server), None)
+        view.engine = next((eng.name for eng in engines if eng.bare_openai_server), None)
     return view
 
 

@@ -4,24 +4,31 @@ registry order: ``Engine.serving_sample``). Streams any size, never raises, stdl
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kvplan.logs.serving import Sample
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.results import ServingDialect
 
 __all__ = ["KEEP", "Sample", "iter_samples", "parse_line", "parse_samples", "to_corpus"]
 KEEP = 50_000  # samples kept from a log (its last ones): hours of decode lines of 8 DP groups
 
 
-def parse_line(line: str) -> Sample | None:
-    """The sample one log line holds, or None. Never raises."""
+def _dialects() -> list[ServingDialect]:
     from kvplan.engines import all_engines
 
+    return [e.serving_dialect() for e in all_engines()]
+
+
+def parse_line(line: str, dialects: Sequence[ServingDialect] | None = None) -> Sample | None:
+    """The sample one log line holds, or None. Never raises."""
     try:
         if not isinstance(line, str) or len(line) > 65536:
             return None
-        for engine in all_engines():
-            s = engine.serving_sample(line)
+        for d in dialects if dialects is not None else _dialects():
+            s = d.sample(line)
             if s is not None:
                 return s
     except Exception:  # noqa: BLE001 - a line no rule foresaw is skipped
@@ -35,14 +42,14 @@ def iter_samples(lines: Iterable[str]) -> Iterator[Sample]:
     A line that completes the sample before it (vLLM's "SpecDecoding metrics") is folded into it."""
     from kvplan.engines import all_engines
 
-    engines = all_engines()
-    markers = tuple(m for e in engines for m in e.launch_markers)
+    dialects = _dialects()
+    markers = tuple(m for e in all_engines() for m in e.launch_markers)
     last: Sample | None = None
     try:
         for line in lines:
             if not isinstance(line, str):
                 continue
-            if any(e.serving_amend(line, last) for e in engines):
+            if any(d.amend(line, last) for d in dialects):
                 continue
             if any(k in line for k in markers):
                 if last is not None:
@@ -50,7 +57,7 @@ def iter_samples(lines: Iterable[str]) -> Iterator[Sample]:
                 last = None
                 yield Sample(kind="launch")
                 continue
-            s = parse_line(line)
+            s = parse_line(line, dialects)
             if s is not None:
                 if last is not None:
                     yield last
@@ -77,4 +84,4 @@ def to_corpus(s: Sample) -> dict[str, Any]:
     """The keys ../shared/logcorpus/throughput.jsonl uses for this sample's line format (None omitted)."""
     from kvplan.engines import get_engine
 
-    return get_engine(s.engine).corpus_record(s)
+    return get_engine(s.engine).serving_dialect().corpus_record(s)

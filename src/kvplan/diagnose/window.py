@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean
+from typing import Any
 
 from kvplan.logs.serving import Sample
 
@@ -58,7 +59,7 @@ class Window:
         return f"{n} sample{'s' if n != 1 else ''}{span}" + (f", {src}" if src else "")
 
 
-def _vals(samples: Iterable[Sample], attr: str) -> list[float]:
+def _vals(samples: Iterable[Sample], attr: str) -> list[Any]:
     return [v for v in (getattr(s, attr) for s in samples) if v is not None]
 
 
@@ -113,11 +114,11 @@ def build(samples: list[Sample], engine: str | None, window_s: float | None = No
         w.per_request_tps = sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
     w.tokens_in_use = _summed_mean(base, "tokens")
     hits = [s for s in (pre if any(s.prefix_hit is not None for s in pre) else load) if s.prefix_hit is not None]
-    if hits:
-        w.prefix_hit = mean(s.prefix_hit for s in hits)
-        k = max(1, len(hits) // 3)
-        w.prefix_hit_first, w.prefix_hit_last = (mean(s.prefix_hit for s in hits[:k]),
-                                                 mean(s.prefix_hit for s in hits[-k:]))
+    rates = [s.prefix_hit for s in hits if s.prefix_hit is not None]
+    if rates:
+        w.prefix_hit = mean(rates)
+        k = max(1, len(rates) // 3)
+        w.prefix_hit_first, w.prefix_hit_last = mean(rates[:k]), mean(rates[-k:])
     ext = _vals(load, "external_hit")
     w.external_hit = mean(ext) if ext else None
     host = _vals(samples, "host_usage")

@@ -18,16 +18,17 @@ import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from kvplan.engines.cmdline import LaunchCommand, flags_from_values
-from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, MetricNames, StartupDialect
-from kvplan.logs.facts import LogFacts
-from kvplan.logs.serving import Sample
-from kvplan.options import PlanOptions
 from kvplan.result import Finding, Plan
 from kvplan.units import fmt_gib
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.results import Comparison, MetricNames, ServingDialect, StartupDialect
+    from kvplan.logs.facts import LogFacts
+    from kvplan.options import PlanOptions
 
 
 class EngineArgs(Protocol):
@@ -140,27 +141,19 @@ class Engine(ABC):
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
         """Log vs plan, figure by figure, each within the rounding the log's own figures allow."""
+        from kvplan.engines.results import Comparison
+
         obs = self.observed_kv_tokens(facts, plan)
         return [] if obs is None else [Comparison("kv_tokens", "per rank", obs, self.logged_kv_tokens(plan), 0.005)]
 
     # ---- its serving stats ----
     launch_markers: ClassVar[tuple[str, ...]] = ()  # a log line that starts a new launch
 
-    def serving_sample(self, line: str) -> Sample | None:
-        """The serving-stats sample one of its log lines holds (decode/prefill/stats/retract/preempt), else None."""
-        return None
+    def serving_dialect(self) -> ServingDialect:
+        """The reader of its serving-stats lines (engines/<engine>/serving.py); none by default."""
+        from kvplan.engines.results import NoServing
 
-    def serving_amend(self, line: str, last: Sample | None) -> bool:
-        """True when ``line`` completes the sample before it (folded into ``last``) instead of being one."""
-        return False
-
-    def serving_pool_tokens(self, samples: Sequence[Sample]) -> tuple[int, str] | None:
-        """The KV pool (tokens per pool, and how it was read) from serving samples when nothing else reported it."""
-        return None
-
-    def corpus_record(self, sample: Sample) -> dict[str, Any]:
-        """A sample with the keys ../shared/logcorpus/throughput.jsonl uses for this engine's lines."""
-        return {k: v for k, v in vars(sample).items() if v is not None and k not in ("kind", "fmt", "raw")}
+        return NoServing()
 
     # ---- a launch under the watchdog ----
     startup_phases: ClassVar[tuple[tuple[str, str], ...]] = ()  # (phase, regex) in startup order (launch.phases)

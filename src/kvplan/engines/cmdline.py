@@ -95,7 +95,7 @@ class Flag:
 
 @dataclass
 class ParsedFlags:
-    values: dict[str, object] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # flags as written
     seen: dict[str, str] = field(default_factory=dict)  # dest -> flag as written

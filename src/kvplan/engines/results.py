@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kvplan.logs.facts import LogFacts
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.logs.facts import LogFacts
+    from kvplan.logs.serving import Sample
 
 
 @dataclass
@@ -36,6 +38,38 @@ class Comparison:
         return {"field": self.field, "scope": self.scope, "observed": self.observed, "predicted": self.predicted,
                 "error_pct": None if self.error_pct is None else round(self.error_pct, 4),
                 "within_rounding": self.ok, "note": self.note}
+
+
+class ServingDialect(Protocol):
+    """An engine's serving-stats lines (engines/<engine>/serving.py): streams any size, never raises."""
+
+    def sample(self, line: str) -> Sample | None: ...  # decode / prefill / stats / retract / preempt, else None
+
+    def amend(self, line: str, last: Sample | None) -> bool: ...  # the line completes ``last`` (folded into it)
+
+    def pool_tokens(self, samples: Sequence[Sample]) -> tuple[int, str] | None: ...  # (tokens per pool, how read)
+
+    def corpus_record(self, s: Sample) -> dict[str, Any]: ...  # keys of ../shared/logcorpus/throughput.jsonl
+
+
+class NoServing:
+    """The dialect of an engine whose serving lines kvplan does not read (metrics only)."""
+
+    @staticmethod
+    def sample(line: str) -> Sample | None:
+        return None
+
+    @staticmethod
+    def amend(line: str, last: Sample | None) -> bool:
+        return False
+
+    @staticmethod
+    def pool_tokens(samples: Sequence[Sample]) -> tuple[int, str] | None:
+        return None
+
+    @staticmethod
+    def corpus_record(s: Sample) -> dict[str, Any]:
+        return {k: v for k, v in vars(s).items() if v is not None and k not in ("kind", "fmt", "raw")}
 
 
 class StartupDialect(Protocol):

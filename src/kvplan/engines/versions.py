@@ -4,7 +4,9 @@ check (``within``) for both engines' version tables, SGLang's defaults and the l
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import total_ordering
+from typing import Protocol, TypeVar
 
 from kvplan.errors import KvplanError, UnknownVersion
 
@@ -91,7 +93,15 @@ def installed_version(dist: str) -> str | None:
         return None
 
 
-def select_row(rows, version: Version):
+class _Row(Protocol):
+    @property
+    def since(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Row)
+
+
+def select_row(rows: Sequence[R], version: Version) -> R:
     """The last row of a version table (rows sorted by ``since``) whose ``since`` is at or below ``version``."""
     row = rows[0]
     for r in rows:

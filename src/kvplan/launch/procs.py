@@ -102,7 +102,7 @@ def set_subreaper(on: bool) -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1 if on else 0, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        return bool(libc.prctl(36, 1 if on else 0, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from kvplan.units import GiB
 
@@ -192,7 +193,7 @@ class LiveReporter(Reporter):
             t.add_row(Text(name, style="bold" if cur else "dim"), f"{start:6.1f}s", f"{dur:6.1f}s",
                       ProgressBar(total=100, completed=self.pct or 0, width=30) if cur and self.pct is not None
                       else Text(f"{self.pct:.0f}%" if cur and self.pct is not None else ""))
-        parts = [t]
+        parts: list[Any] = [t]
         s = self.last
         if s is not None:
             mem = Text(f"launch {g(s.tree_bytes)} ({s.procs} proc) {spark(self.mem)}  host available "

@@ -46,7 +46,7 @@ class LaunchState:
 
 def load_all() -> list[tuple[Path, dict[str, Any]]]:
     d = state_dir()
-    out = []
+    out: list[tuple[Path, dict[str, Any]]] = []
     if not d.is_dir():
         return out
     for p in sorted(d.glob("*.json")):

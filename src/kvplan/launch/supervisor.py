@@ -12,6 +12,7 @@ import select
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 from kvplan.launch import procs, shm, watchdog
 from kvplan.launch.events import EventLog
@@ -49,7 +50,7 @@ class Supervisor:
         self._rest = ""
         self._pos = 0
         self._log_t = 0.0
-        self._logf = None
+        self._logf: BinaryIO | None = None
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
@@ -57,7 +58,8 @@ class Supervisor:
             self.stop_requests += 1
 
     def _install(self, wake_w: int) -> dict:
-        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD)}
+        old: dict[Any, Any] = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                                                                 signal.SIGCHLD)}
         for s in old:
             signal.signal(s, self._on_signal)
         old["wakeup"] = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)

@@ -39,8 +39,9 @@ def bytes_per_param(quant: dict[str, Any] | None, dtype_bytes: int) -> dict[str,
         skip = _ignored(quant.get("modules_to_not_convert") or quant.get("ignored_layers") or [])
         return {**base, **{k: 1 + scale for k in LINEAR if k not in skip}}
     if method in ("compressed-tensors", "modelopt") or (not method and quant.get("config_groups")):
-        groups = quant.get("config_groups") or {}
-        w = next(iter(groups.values()), {}).get("weights") or {}
+        groups: dict[str, Any] = quant.get("config_groups") or {}
+        first: dict[str, Any] = next(iter(groups.values()), {})
+        w = first.get("weights") or {}
         bits, gs = w.get("num_bits"), w.get("group_size")
         if not bits:
             raise KvplanError("compressed-tensors checkpoint without weights.num_bits", "pass --weights-gib")

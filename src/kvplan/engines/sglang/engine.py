@@ -8,8 +8,8 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.sglang import launch, server, serving
+from kvplan.engines.results import Comparison, ServingDialect, StartupDialect
+from kvplan.engines.sglang import launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
@@ -17,7 +17,6 @@ from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, ru
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
-from kvplan.logs.serving import Sample
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
@@ -50,7 +49,7 @@ class SGLangEngine(Engine):
     findings_package = "kvplan.engines.sglang.findings"
     newest_version = NEWEST
     model_flag = "--model-path"
-    launch_markers = serving.LAUNCH_MARKERS
+    launch_markers = launch.LAUNCH_MARKERS
     startup_phases = launch.PHASES
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
@@ -78,6 +77,11 @@ class SGLangEngine(Engine):
         if values.get("hicache_size") is not None or values.get("hicache_ratio") is not None:
             flags.append("--enable-hierarchical-cache")  # a host pool size means HiCache on
         return flags
+
+    def serving_dialect(self) -> ServingDialect:
+        from kvplan.engines.sglang import serving
+
+        return serving
 
     def log_dialect(self) -> StartupDialect:
         from kvplan.engines.sglang import log
@@ -111,15 +115,6 @@ class SGLangEngine(Engine):
         from kvplan.engines.sglang import compare
 
         return compare.compare(facts, plan)
-
-    def serving_sample(self, line: str) -> Sample | None:
-        return serving.sample(line)
-
-    def corpus_record(self, sample: Sample) -> dict[str, Any]:
-        return serving.corpus_record(sample)
-
-    def serving_pool_tokens(self, samples: Sequence[Sample]) -> tuple[int, str] | None:
-        return serving.pool_tokens(samples)
 
     def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
                      models: Sequence[Mapping[str, Any]]) -> LogFacts | None:

@@ -17,3 +17,5 @@ PHASES: tuple[tuple[str, str], ...] = (
 SIGNATURE = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [^\]]*)?\] |sglang"  # a line only SGLang prints
 PROCESS_TITLES = ("sglang::",)  # setproctitle of its scheduler / detokenizer processes
 SHM_PREFIXES = ("sglang", "mooncake")  # its segments and the Mooncake store's (HiCache L3 / PD transfer)
+# a log line that starts a new launch (its serving stats restart)
+LAUNCH_MARKERS = ("server_args=",)

@@ -36,7 +36,7 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
                          f"holds its own requests ({tp} pools), attention weights are replicated per rank",
                          "the per-request decode speed changes with DP attention (not modelled)"])
     yield from _graphs(p, skipped)
-    two = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
+    two: dict[str, str | None] = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
     yield LeverSpec("2 replicas", two, None,
                     [f"a second copy on {s.world_size} more GPUs"
                      + (" (one launch with --dp-size; SGLang's router spreads requests)" if two else

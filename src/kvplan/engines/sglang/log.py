@@ -137,7 +137,8 @@ def parse_server_args(text: str) -> dict[str, Any]:
 
 class _Parser:
     def __init__(self) -> None:
-        self.facts, self.hints, self.launches = LogFacts(engine="sglang"), {}, 0
+        self.facts, self.launches = LogFacts(engine="sglang"), 0
+        self.hints: dict[str, None] = {}  # format markers seen, in order
         self.dirty = False  # startup figures seen since the last ServerArgs dump
 
     def hint(self, h: str) -> None:
@@ -303,7 +304,7 @@ class _Parser:
         old, new = _HOST_OLD.search(line, pos), _HOST_NEW.search(line, pos)
         if not (old or new):
             return False
-        r, gb = self.rank(line, pos)[1], _f(old.group(1) if old else new.group(3))
+        r, gb = self.rank(line, pos)[1], _f(old.group(1) if old else new.group(3) if new else None)
         r.host_pool_gb = round((r.host_pool_gb or 0.0) + (gb or 0.0), 4)  # every host pool of the rank
         if new:
             self.hint("0.5.20+ (hierarchical KV host pool line)")

@@ -106,6 +106,7 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     if args.mem_fraction_static is not None:
         mfs, mfs_src = args.mem_fraction_static, "--mem-fraction-static"
     else:
+        assert d is not None  # without the version's default an explicit fraction was required above
         mfs, mfs_src = d.mem_fraction_static, f"SGLang {version} default ({d.rule})"
     ranks_node = min(args.world_size, cluster.gpus_per_node)
     if free_gib is not None:
@@ -146,7 +147,7 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
         mrr = min(mrr, max(1, mamba_slots // ratio))
     r2t = (slots + 1) * (ctx + 4) * 4 if tokens else 0
     # every KV buffer has one extra page (slot 0 absorbs padded writes)
-    if cell.hybrid_swa:
+    if cell.hybrid_swa and swa_tokens is not None:
         pool = ((tokens + page) * cell.full_layer_bytes * cell.n_full
                 + (swa_tokens + page) * cell.swa_layer_bytes * cell.n_swa)
     else:

@@ -19,7 +19,6 @@ from kvplan.logs.serving import Sample, stamp
 
 _PAIR = re.compile(r"([#A-Za-z][\w \-#/().]*?): (-?\d+(?:\.\d+)?%?|True|False|nan|inf)(?=,|\s|$)")
 _RETRACT = re.compile(r"#retracted_reqs: (\d+)(?:, #new_tokens_gained: (\d+))?")
-LAUNCH_MARKERS = ("server_args=",)
 
 
 def _num(v: str) -> float | int | bool | None:
@@ -83,3 +82,8 @@ def pool_tokens(samples: Sequence[Sample]) -> tuple[int, str] | None:
     if not vals:
         return None
     return round(vals[len(vals) // 2]), "estimated from the Decode lines (#token / token usage)"
+
+
+def amend(line: str, last: Sample | None) -> bool:
+    """No SGLang line completes the one before it."""
+    return False

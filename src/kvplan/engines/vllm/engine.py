@@ -11,9 +11,9 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, StartupDialect
-from kvplan.engines.vllm import compare, from_log, launch, log, report, server, serving
+from kvplan.engines.results import Comparison, ServingDialect, StartupDialect
 from kvplan.engines.vllm import host as hosts
+from kvplan.engines.vllm import launch, server
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
@@ -21,7 +21,6 @@ from kvplan.engines.vllm.rules import NEWEST
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
-from kvplan.logs.serving import Sample
 from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import (
@@ -90,7 +89,7 @@ class VLLMEngine(Engine):
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
     newest_version = NEWEST
-    launch_markers = serving.LAUNCH_MARKERS
+    launch_markers = launch.LAUNCH_MARKERS
     startup_phases = launch.PHASES
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
@@ -105,7 +104,14 @@ class VLLMEngine(Engine):
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
 
+    def serving_dialect(self) -> ServingDialect:
+        from kvplan.engines.vllm import serving
+
+        return serving
+
     def log_dialect(self) -> StartupDialect:
+
+        from kvplan.engines.vllm import log
 
         return log
 
@@ -114,9 +120,13 @@ class VLLMEngine(Engine):
 
     def log_flags(self, args: Mapping[str, Any]) -> list[str]:
 
+        from kvplan.engines.vllm import from_log
+
         return from_log.log_flags(args)
 
     def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+
+        from kvplan.engines.vllm import from_log
 
         return from_log.observed_inputs(facts, missing)
 
@@ -138,16 +148,9 @@ class VLLMEngine(Engine):
 
     def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
 
+        from kvplan.engines.vllm import compare
+
         return compare.compare(facts, plan)
-
-    def serving_sample(self, line: str) -> Sample | None:
-        return serving.sample(line)
-
-    def corpus_record(self, sample: Sample) -> dict[str, Any]:
-        return serving.corpus_record(sample)
-
-    def serving_amend(self, line: str, last: Sample | None) -> bool:
-        return serving.amend(line, last)
 
     def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
                      models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
@@ -172,9 +175,13 @@ class VLLMEngine(Engine):
 
     def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
 
+        from kvplan.engines.vllm import report
+
         return report.rank_rows(plan)
 
     def describe_host_tiers(self, plan: Plan) -> list[str]:
+
+        from kvplan.engines.vllm import report
 
         return report.host_tiers(plan)
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.engines.vllm.args import VLLMArgs
-from kvplan.engines.vllm.settings import TierFix
 from kvplan.units import GiB
 
 LMCACHE_DEFAULT_GIB = 5.0  # lmcache/v1/config.py max_local_cpu_size default
@@ -28,6 +27,22 @@ CPU_OFFLOAD_PIN_FACTOR = 1.9  # vllm issue #56410 "uses ~1.9x the host memory it
 
 def pow2(n: int) -> int:
     return 1 << math.ceil(math.log2(n)) if n > 0 else 0
+
+
+@dataclass(frozen=True)
+class TierFix:
+    """How a host tier is resized: the flag or env var, its unit, and how many ranks allocate it."""
+
+    setting: str  # "--kv-offloading-size" or "LMCACHE_MAX_LOCAL_CPU_SIZE"
+    env: bool  # an environment variable, not a flag
+    unit: int  # bytes of one unit of the setting (GiB)
+    per: str  # "rank" | "engine": the scope of the user's number
+    ranks: int  # ranks on the node that allocate it
+    pow2: bool  # the allocator pins size + 4 KiB rounded up to a power of two
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"env" if self.env else "flag": self.setting, "unit": self.unit, "per": self.per, "ranks": self.ranks,
+                "pow2": self.pow2}
 
 
 @dataclass(frozen=True)
@@ -85,7 +100,7 @@ def lmcache_tier(args: VLLMArgs, ranks_node: int, is_mla: bool, chunk_bytes_per_
 
 def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ranks_node: int,
                 mla_replicated: bool) -> HostTier:
-    total = int(args.kv_offloading_size * GiB)
+    total = int((args.kv_offloading_size or 0.0) * GiB)
     world = args.world_size
     copies = 1 if mla_replicated else world  # MLA replicated layout keeps one copy for all TP ranks
     align = getattr(rules, "native_offload_chunk_align", 4096) or 1
@@ -126,7 +141,7 @@ def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
 
 
 def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier:
-    b = int(args.swap_space * GiB)
+    b = int((args.swap_space or 0.0) * GiB)
     blocks = b // bytes_per_block if bytes_per_block else 0
     return HostTier("swap-space", "--swap-space", "GiB per GPU (V0 pinned CPU blocks)", (b,) * ranks_node,
                     (b,) * ranks_node, None, (f"V0: {blocks:,} CPU blocks per worker",),

@@ -24,6 +24,9 @@ SIGNATURE = (r"^\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorker[\w-]*) pid=\d+
              r"Initializing a V1 LLM engine")  # a line only vLLM prints
 PROCESS_TITLES = ("VLLM::", "vllm::")  # setproctitle of EngineCore / workers
 SHM_PREFIXES = ("vllm", "lmcache")  # native CPU offload region (vllm_offload_*.mmap) and LMCache's
+# a log line that starts a new launch (its serving stats restart)
+LAUNCH_MARKERS = ("non-default args:", "Initializing a V1 LLM engine", "Initializing an LLM engine",
+                  "vLLM API server version")
 
 
 def kv_cache_on_host(plan: Plan) -> tuple[str, str] | None:

@@ -157,14 +157,14 @@ def _items(s: str) -> dict[str, Any]:
     parts.append(s[start:end])
     out: dict[str, Any] = {}
     for part in parts:
-        m = ITEM.match(part)
-        raw = m.group(2).strip().removesuffix("...").rstrip() if m else ""
-        if raw in ("", "'...'", '"..."'):
+        item = ITEM.match(part)
+        raw = item.group(2).strip().removesuffix("...").rstrip() if item else ""
+        if raw in ("", "'...'", '"..."') or item is None:
             continue
         try:
-            out[m.group(1)] = ast.literal_eval(raw) if len(raw) < 20000 else raw
+            out[item.group(1)] = ast.literal_eval(raw) if len(raw) < 20000 else raw
         except Exception:
-            out[m.group(1)] = raw
+            out[item.group(1)] = raw
     return out
 
 

@@ -12,6 +12,7 @@ line, the engine config line and the API server's version line start a new launc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from kvplan.logs.serving import Sample, stamp
@@ -27,8 +28,6 @@ _V_RX = {k: re.compile(v) for k, v in _V_NUM.items()}
 _V0_CPU = re.compile(r"CPU KV cache usage: ([\d.]+)%")
 _SPEC = re.compile(r"Mean acceptance length: ([\d.]+)")
 _CUMUL = re.compile(r"total_num_cumulative_preemption=(\d+)")
-LAUNCH_MARKERS = ("non-default args:", "Initializing a V1 LLM engine", "Initializing an LLM engine",
-                  "vLLM API server version")
 
 
 def _stats(line: str) -> Sample:
@@ -89,3 +88,8 @@ def corpus_record(s: Sample) -> dict[str, Any]:
     d["prefix_hit_pct"] = None if s.prefix_hit is None else round(s.prefix_hit * 100, 1)
     d["spec_mean_accept_len"] = s.accept_len
     return {k: v for k, v in d.items() if v is not None}
+
+
+def pool_tokens(samples: Sequence[Sample]) -> tuple[int, str] | None:
+    """vLLM's stats lines show usage but not tokens in use: the pool comes from the startup lines or /metrics."""
+    return None

@@ -4,28 +4,10 @@ table and the host, typed (``Plan.settings``). Field order is the JSON order (sc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kvplan.engines.vllm.host import HostTier
 from kvplan.result import HostFix, Plan, json_dict
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kvplan.engines.vllm.host import HostTier
-
-
-@dataclass(frozen=True)
-class TierFix:
-    """How a host tier is resized: the flag or env var, its unit, and how many ranks allocate it."""
-
-    setting: str  # "--kv-offloading-size" or "LMCACHE_MAX_LOCAL_CPU_SIZE"
-    env: bool  # an environment variable, not a flag
-    unit: int  # bytes of one unit of the setting (GiB)
-    per: str  # "rank" | "engine": the scope of the user's number
-    ranks: int  # ranks on the node that allocate it
-    pow2: bool  # the allocator pins size + 4 KiB rounded up to a power of two
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"env" if self.env else "flag": self.setting, "unit": self.unit, "per": self.per, "ranks": self.ranks,
-                "pow2": self.pow2}
 
 
 @dataclass(frozen=True)
