@@ -76,7 +76,9 @@ class ToyLog:
             if m := self.VERSION.search(line):
                 f.version = m.group(1)
             elif m := self.ARGS.search(line):
-                f.args.update(kv.split("=", 1) for kv in m.group(1).split())
+                for item in m.group(1).split():
+                    key, _, value = item.partition("=")
+                    f.args[key] = value
                 f.model = f.args.get("model")
             elif m := self.POOL.search(line):
                 f.kv_tokens = int(m.group(1))

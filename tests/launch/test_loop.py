@@ -1,5 +1,5 @@
 """The five fault programs, 20 rounds in a row: every run ends with its reason, and over the 100 runs no process,
-no state file and no /dev/shm segment is leaked."""
+no state file and no /dev/shm segment is leaked. Slow (about 84 s): it runs with the slow suite (CI runs all)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.launch.helpers import fault, kvtest_segments, launch, left_behind
 
+pytestmark = pytest.mark.slow
 ROUNDS = 20
 CASES = [
     ("host-memory", ["--host-budget-gib", "0.3"], ("alloc_steps.py", "--shm-mib", "32")),

@@ -14,7 +14,6 @@ import json
 import random
 import re
 from dataclasses import fields
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,8 +22,7 @@ from hypothesis import strategies as st
 from kvplan.engines.sglang import log as sglang
 from kvplan.logs.facts import LogFacts, RankFacts
 from kvplan.logs.reader import iter_lines
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
+from tests.conftest import CORPUS
 
 # observed key -> RankFacts field / LogFacts field / args key
 RANK_KEYS = {"load_begin_avail_gb": "load_begin_avail_gib", "load_avail_gb": "load_end_avail_gib",

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 from kvplan import check
+from tests.conftest import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
 GiB = 2**30
 
 
