@@ -12,7 +12,6 @@ from typing import Any, Protocol
 from kvplan.units import GiB
 
 SCHEMA_VERSION = 1
-SEVERITIES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)

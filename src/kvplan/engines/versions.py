@@ -47,10 +47,6 @@ class Version:
         return self.text
 
 
-def V(text: str) -> Version:  # noqa: N802 - short constructor used in version tables
-    return Version(text)
-
-
 def within(version: Version, oldest: str, newest: str) -> bool:
     """The one range check: ``oldest`` <= version, and its release at most ``newest``'s (any pre/post/local build of
     the newest release read keeps that release's behaviour)."""

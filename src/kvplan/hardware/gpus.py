@@ -45,10 +45,6 @@ def _index() -> dict[str, dict]:
     return idx
 
 
-def known_gpus() -> list[str]:
-    return sorted({g["name"] for g in _index().values()})
-
-
 def lookup_gpu(name: str) -> GPU:
     """Find a GPU by its nvidia-smi name or an alias (case and punctuation ignored)."""
     g = _index().get(_norm(name))

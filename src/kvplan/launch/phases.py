@@ -38,12 +38,12 @@ def _tables() -> _Tables:
 
 @lru_cache(maxsize=4)
 def _compiled(registry: tuple[tuple[str, str], ...]) -> _Tables:
-    from kvplan.engines import all_engines
+    from kvplan.engines import get_engine
 
     by: dict[str, Table] = {}
     order: dict[str, tuple[str, ...]] = {}
     sigs = []
-    for e in all_engines():
+    for e in (get_engine(name) for name, _ in registry):
         by[e.name] = tuple((phase, re.compile(rx)) for phase, rx in e.startup_phases)
         order[e.name] = ("start", *(phase for phase, _ in e.startup_phases))
         if e.log_signature:

@@ -34,9 +34,9 @@ def engine_patterns() -> tuple[str, ...]:
 
 @lru_cache(maxsize=4)
 def _patterns(registry: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    from kvplan.engines import all_engines
+    from kvplan.engines import get_engine
 
-    return GENERIC_PATTERNS + tuple(p for e in all_engines() for p in e.shm_prefixes)
+    return GENERIC_PATTERNS + tuple(p for name, _ in registry for p in get_engine(name).shm_prefixes)
 
 
 def is_engine_segment(name: str) -> bool:

@@ -93,20 +93,12 @@ class ModelSpec:
         return DTYPE_BYTES.get(self.dtype, 2)
 
     @property
-    def n_full_layers(self) -> int:
-        return sum(1 for k in self.layer_kinds if k == "full")
-
-    @property
     def n_swa_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "swa")
 
     @property
     def n_linear_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "linear")
-
-    @property
-    def is_hybrid_linear(self) -> bool:
-        return self.n_linear_layers > 0
 
     @property
     def mla_kv_dim(self) -> int:

@@ -36,11 +36,6 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--mm-processor-kwargs", S), Flag("--override-generation-config", S), Flag("--async-scheduling", B),
 )
 
-# Environment variables that change memory (read from the command's VAR=value prefix).
-ENV_KEYS = ("VLLM_CPU_KVCACHE_SPACE", "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
-            "LMCACHE_MAX_LOCAL_CPU_SIZE", "LMCACHE_CHUNK_SIZE", "LMCACHE_LOCAL_CPU", "LMCACHE_CONFIG_FILE",
-            "LMCACHE_MAX_LOCAL_DISK_SIZE", "LMCACHE_USE_LAYERWISE", "LMCACHE_SAVE_ONLY_FIRST_RANK")
-
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
