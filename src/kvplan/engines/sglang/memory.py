@@ -97,10 +97,12 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
         p_bytes = int(free_gib * GiB)
         notes.append(f"free memory before weights P = {free_gib} GiB per rank (--free-gib)")
     else:
-        p_bytes = cluster.gpu_mem_bytes - cal.baseline_overhead_bytes(ranks_node)
-        notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank: GPU total minus "
-                     f"{cal.baseline_overhead_bytes(ranks_node) / GiB:.2f} GiB CUDA context and NCCL buffers "
-                     "(calibrated on real logs; --free-gib sets it)")
+        base = cal.baseline_overhead(cluster.gpu_name, ranks_node)
+        p_bytes = cluster.gpu_mem_bytes - base.value_bytes
+        notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank "
+                     f"({(cluster.gpu_mem_bytes - base.high_bytes) / GiB:.2f}-"
+                     f"{(cluster.gpu_mem_bytes - base.low_bytes) / GiB:.2f}): GPU total minus "
+                     f"{base.value_gib:.2f} GiB context and communicators ({base.source}; --free-gib sets it)")
     w_bytes, w_src = weights_per_rank(model, args.tp_size, args.pp_size, args.attn_tp_size, weights_gib)
     notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
     slack = int(p_bytes * (1 - mfs))
