@@ -19,6 +19,14 @@ def _options(kw: dict[str, Any]) -> PlanOptions:
     return PlanOptions(**{k: v for k, v in kw.items() if v is not None})
 
 
+def with_model_notes(p):
+    """The plan with the model's own notes first in its assumptions (catalog resolution, assumed architecture)."""
+    from dataclasses import replace
+
+    notes = tuple(n for n in (p.model or {}).get("notes") or () if n not in p.assumptions)
+    return replace(p, assumptions=(*notes, *p.assumptions)) if notes else p
+
+
 def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     """Plan a real launch command and run every finding rule on it.
 
@@ -31,7 +39,7 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     opts = _options(options)
     cmd = split_command(command)
     engine = detect_engine(cmd)
-    plan_ = engine.plan(cmd, opts)
+    plan_ = with_model_notes(engine.plan(cmd, opts))
 
     def replan(**changes: Any):
         return engine.replan(cmd, opts, **changes)

@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     from kvplan.diagnose.cli import add_parser as add_diagnose
 
     add_diagnose(sub)
-    sub.add_parser("gpus", help="list the GPU catalog")
-    sub.add_parser("models", help="list the embedded model catalog")
+    sub.add_parser("gpus", help="list the GPU catalog").add_argument("--json", action="store_true")
+    sub.add_parser("models", help="list the embedded model catalog").add_argument("--json", action="store_true")
     from kvplan.launch.cli import add_parsers as add_launch_parsers
 
     add_launch_parsers(sub)
@@ -123,17 +123,10 @@ def _run(argv: list[str]) -> int:
     if a.cmd is None:
         parser.print_help()
         return 2
-    if a.cmd == "gpus":
-        from kvplan.hardware.gpus import _index
+    if a.cmd in ("gpus", "models"):
+        from kvplan.cli.catalogs import run_gpus, run_models
 
-        for g in sorted({id(v): v for v in _index().values()}.values(), key=lambda g: g["name"]):
-            print(f"{g['name']:<48} {g['total_mib']:>8} MiB  aliases: {', '.join(g.get('aliases', []))}")
-        return 0
-    if a.cmd == "models":
-        from kvplan.models.catalog import catalog_ids
-
-        print("\n".join(catalog_ids()))
-        return 0
+        return (run_gpus if a.cmd == "gpus" else run_models)(a.json)
     if a.cmd == "launch":
         from kvplan.launch.cli import run_launch
 

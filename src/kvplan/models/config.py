@@ -1,8 +1,10 @@
 """Read a Hugging Face config.json (as JSON, never as code) into a ModelSpec.
 
-Only architectures whose KV layout kvplan knows are accepted; anything else raises UnsupportedModel
-with the architecture name, never a guess. Multimodal checkpoints nest the language model under
-``text_config`` (or ``language_config`` / ``llm_config``); the top-level ``architectures`` still decide.
+Architectures whose KV layout kvplan knows are accepted; an unlisted one is planned as standard attention
+when its config has only the standard fields (``standard_arch.py``, with a warning-level assumption naming
+it); anything else raises UnsupportedModel with the architecture name and the field that differs, never a
+guess. Multimodal checkpoints nest the language model under ``text_config`` (or ``language_config`` /
+``llm_config``); the top-level ``architectures`` still decide.
 """
 
 from __future__ import annotations
@@ -171,14 +173,21 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
                                "kvplan needs the architecture name to know the KV layout")
     arch = archs[0]
     family = ARCHITECTURES.get(arch)
-    if family is None:
-        raise UnsupportedModel(f"{name}: unsupported architecture {arch!r}",
-                               "kvplan models: " + ", ".join(sorted(ARCHITECTURES)))
     top = cfg
     c = dict(_text_part(cfg))
     for old, new in FIELD_ALIASES.items():
         if old in c and new not in c:
             c[new] = c[old]
+    if family is None:  # standard_arch.py: plain attention unless a field says otherwise
+        from kvplan.models.standard_arch import assumption, non_standard_reasons
+
+        reasons = non_standard_reasons(arch, c, top)
+        if reasons:
+            raise UnsupportedModel(f"{name}: unsupported architecture {arch!r}: not in kvplan's list and it has "
+                                   + "; ".join(reasons), "supported: " + ", ".join(sorted(ARCHITECTURES))
+                                   + ", and any decoder-only config with only the standard attention fields")
+        family = "mha"
+        extra = {**extra, "notes": (*extra.get("notes", ()), assumption(arch))}
     model_type = str(c.get("model_type") or top.get("model_type") or "")
     for k, v in HF_DEFAULTS.get(model_type, {}).items():
         c.setdefault(k, v)

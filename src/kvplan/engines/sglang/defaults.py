@@ -1,6 +1,7 @@
 """SGLang's default mem_fraction_static, chunked_prefill_size and decode CUDA-graph max_bs, per version.
 
-Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read).
+Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read);
+0.3.0 .. 0.4.3.post4 (every release read) are in ``defaults_old.py``.
 Units as SGLang uses them: ``gpu_mem_mib`` is ``nvidia-smi memory.total`` in MiB (min over visible GPUs).
 Source and the research notes (shared/reference/sglang-memory.md §1.6) disagree in places; the source wins:
   * the GiB reserve buckets start in 0.4.7.post1, not 0.4.10.post2;
@@ -36,7 +37,7 @@ def _v(text: str) -> tuple[int, int, int, int]:
     return parse_version(text)
 
 
-OLDEST, NEWEST = "0.4.4", "0.5.23"
+OLDEST, NEWEST = "0.3.0", "0.5.23"
 GIB = 1024  # MiB
 
 
@@ -282,4 +283,8 @@ def resolve_defaults(inp: DefaultsInput) -> ResolvedDefaults:
         raise ValueError("tp, pp and dp must be >= 1")
     if v >= _v("0.5.3"):
         return _reserve_formula(inp, v)
+    if v < _v("0.4.4"):
+        from kvplan.engines.sglang.defaults_old import resolve_old
+
+        return resolve_old(inp, v)
     return _legacy(inp, v)
