@@ -85,8 +85,13 @@ def extract(src: WheelSource) -> dict[str, Any]:
 
 
 def _serve_parser(it: Interp, src: WheelSource) -> ParserRec | None:
-    if not src.has_module(SERVE):
-        return None
+    if not src.has_module(SERVE):  # 0.6.x-0.7.x: vllm/scripts.py::main builds the `serve` subparser itself
+        if not src.has_module("vllm.scripts"):
+            return None
+        before = len(it.parsers)
+        it.run_call(it.global_("vllm.scripts", "main"))
+        made = [p for p in it.parsers[before:] if p.args and p.ctor.get("subcommand") == "serve"]
+        return max(made, key=lambda p: len(p.args)) if made else None
     cls = it.global_(SERVE, "ServeSubcommand")
     if not isinstance(cls, ClassRef):
         return None

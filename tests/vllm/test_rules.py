@@ -202,7 +202,7 @@ def test_removed_flags():
     assert "--kv-offloading-size" in REMOVED_FLAGS["--swap-space"][1]
     assert flag_problem("--swap-space", "0.17.1") is None
     msg = flag_problem("--swap-space=8", "0.18.0")
-    assert msg and "removed in vLLM 0.18.0" in msg and "--kv-offloading-size" in msg
+    assert msg and "removed in 0.18.0" in msg and "--kv-offloading-size" in msg
     assert flag_problem("--max-num-partial-prefills", "0.26.0") is None
     assert flag_problem("--max-num-partial-prefills", "0.27.0")
     # flags still in 0.32.0 are never reported removed
@@ -223,7 +223,7 @@ def test_unpinned_removals_warn_only_from_the_first_read_without():
                                          ("--kv-offloading-backend", "0.11.1")])
 def test_added_flags(flag, first):
     assert ADDED_FLAGS[flag] == first
-    assert "does not exist yet" in (flag_problem(flag, "0.10.1.1") or "")
+    assert f"yet (added in {first})" in (flag_problem(flag, "0.10.1.1") or "")
     assert flag_problem(flag, first) is None
     assert flag_problem(flag, NEWEST) is None
 

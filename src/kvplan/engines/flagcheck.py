@@ -155,7 +155,8 @@ class Checker:
         if h:
             return FlagSpec.from_json(h[2]).arity
         guess = self.closest(self.normalise(name))
-        return self.resolve(guess)[1].arity if guess and self.resolve(guess)[1] else None
+        spec = self.resolve(guess)[1] if guess else None
+        return spec.arity if spec is not None else None
 
     @staticmethod
     def _skip_value(args: list[str], i: int, eq: str, arity: Any) -> int:
@@ -177,7 +178,7 @@ class Checker:
         canon = spec.name
         if arity == 0:
             if eq and spec.action not in ("?",):
-                fixed = args[:i] + [name] + args[i + 1:]
+                fixed: list[str] | None = args[:i] + [name] + args[i + 1:]
                 return 0, FlagProblem("bad-value", name, inline,
                                       f"{self.engine} {self.version}: {name} takes no value (argument {canon}: "
                                       f"ignored explicit argument {inline!r}): the server will not start",

@@ -137,10 +137,16 @@ def load(engine: str) -> FlagTable:
         return FlagTable(json.load(f))
 
 
+def has_table(engine: str) -> bool:
+    return (_DIR / engine / "flags.json").is_file()
+
+
 def check_flags(engine: str, version: str, argv_tokens: list[str] | tuple[str, ...]) -> list[FlagProblem]:
     """Problems the engine's own argument parser would raise for these arguments (after the program name)."""
     from kvplan.engines.flagcheck import Checker
 
+    if not has_table(engine):
+        return []
     t = load(engine)
     i = t.index_of(version)
     if i is None:
@@ -171,3 +177,32 @@ def human_int(v: str, auto: bool = False) -> bool:
         return True
     except ValueError:
         return False
+
+
+@lru_cache(maxsize=64)
+def problems_for(engine: str, version: str, command: str) -> tuple[FlagProblem, ...]:
+    """check_flags for a Plan's command text (what the finding rules call; computed once per command)."""
+    from kvplan.engines.cmdline import split_command
+    from kvplan.errors import KvplanError
+
+    if engine not in ("sglang", "vllm") or not has_table(engine):
+        return ()
+    try:
+        args = split_command(command).args
+        return tuple(check_flags(engine, version, args))
+    except KvplanError:
+        return ()
+
+
+def fix_flags(p: FlagProblem) -> dict[str, str | None]:
+    """The finding's ``flags`` for one problem, in the rewrite language of engines/cmdline.py::rewrite_flags:
+    flag as written -> None (drop it with its value), "--right-flag" (rename in place, value kept), "" (drop an
+    inline ``=value``) or a new value."""
+    if p.kind == "removed":
+        return {p.flag: None}
+    if p.kind == "unknown":
+        return {p.flag: p.did_you_mean} if p.did_you_mean else {p.flag: None}
+    if p.kind == "bad-value" and p.fixed_tokens is not None:
+        return {p.flag: p.did_you_mean if p.value is not None and p.did_you_mean and
+                not p.did_you_mean.startswith("-") else ""}
+    return {}
