@@ -90,10 +90,11 @@ def normalize(option_strings: list[str], kwargs: dict[str, Any]) -> dict[str, An
             spec["none_ok"] = True
     ch = kwargs.get("choices")
     if ch is not None:
-        if isinstance(ch, (list, tuple, set, dict)) and all(isinstance(c, (str, int, float)) or c is None for c in ch):
+        if isinstance(ch, (list, tuple, set, dict)) and ch and all(isinstance(c, (str, int, float)) or c is None
+                                                                   for c in ch):
             spec["choices"] = sorted({c for c in ch}, key=lambda c: (str(type(c)), str(c)))
-        else:
-            spec["choices"] = "?"  # choices exist but are computed at run time: not checked
+        else:  # computed at run time (a registry filled by decorators, an Enum): not checked
+            spec["choices"] = "?"
     d = _literal(kwargs.get("default", None))
     if d is not UNKNOWN and d is not None and spec.get("action") not in ("store_true", "store_false", "bool_opt"):
         spec["default"] = d

@@ -64,8 +64,10 @@ def test_vllm_removed_flags(flag, version, gone):
 
 
 @pytest.mark.parametrize("engine_cmd, version, flag, value", [
-    (SG, "0.5.9", "--kv-cache-dtype", "fp8"), (SG, "0.3.0", "--kv-cache-dtype", "fp8_e4m3"),
-    (VL, "0.32.0", "--kv-cache-dtype", "fp9"), (VL, "0.6.0", "--load-format", "safetensor")])
+    # sglang-0.4.4 server_args.py: "--kv-cache-dtype", ..., choices=["auto", "fp8_e5m2", "fp8_e4m3"]
+    (SG, "0.5.9", "--kv-cache-dtype", "fp8"), (SG, "0.4.4", "--kv-cache-dtype", "int8"),
+    # vllm-0.6.0 engine/arg_utils.py:253-255 '--kv-cache-dtype', type=str, choices=['auto', 'fp8', 'fp8_e5m2', ...]
+    (VL, "0.32.0", "--kv-cache-dtype", "fp9"), (VL, "0.6.0", "--kv-cache-dtype", "fp16")])
 def test_out_of_choice_values(engine_cmd, version, flag, value):
     code, d = check_json([*HW, "--engine-version", version], [*engine_cmd, flag, value])
     assert code == 1

@@ -10,6 +10,7 @@ action, newer Pythons accept it; that is not reported (a finding must be an erro
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import difflib
 import json
 from typing import Any
@@ -99,7 +100,7 @@ class Checker:
                     return f"invalid bool value: {value!r}"
         except ValueError:
             return f"invalid {t} value: {value!r}"
-        if spec.choices is not None and (t in (None, "int", "float")):
+        if spec.choices and (t in (None, "int", "float")):
             if conv not in spec.choices and str(conv) not in {str(c) for c in spec.choices}:
                 shown = ", ".join(repr(c) for c in spec.choices if c is not None)
                 return f"invalid choice: {value!r} (choose from {shown})"
@@ -130,25 +131,31 @@ class Checker:
             norm = self.normalise(name)
             if self.fe.get("dotted_json") and norm.startswith("--") and "." in norm:
                 norm = norm.split(".", 1)[0].rstrip("+")  # --compilation-config.level 3 -> --compilation-config
-                if not eq:
-                    i += 1  # its value
+                if self.resolve(norm)[1] is not None:  # becomes --compilation-config '{"level": 3}'
+                    i += 1 if eq or i + 1 >= len(args) else 2
+                    continue
             how, spec, cands = self.resolve(norm)
-            if how == "ambiguous":
-                out.append(FlagProblem("ambiguous", name, inline if eq else None,
-                                       f"{self.engine} {self.version}: ambiguous option {name} could match "
-                                       f"{', '.join(cands[:6])}{' ...' if len(cands) > 6 else ''}: the server will "
-                                       "not start", None, None))
-                i += 1 + self._skip_value(args, i, eq, None)
-                continue
-            if spec is None:
-                out.append(self.unknown(args, i, name, eq, inline))
-                i += 1 + self._skip_value(args, i, eq, self._intended_arity(name))
-                continue
-            n, prob = self.values(args, i, name, eq, inline, spec)
-            if prob:
-                out.append(prob)
-            i += 1 + n
+            start, before = i, len(out)
+            i = self._step(args, i, tok, name, eq, inline, how, spec, cands, out)
+            for k in range(before, len(out)):
+                out[k] = dataclasses.replace(out[k], span=(start, max(i, start + 1)))
         return out
+
+    def _step(self, args: list[str], i: int, tok: str, name: str, eq: str, inline: str, how: str,
+              spec: FlagSpec | None, cands: list[str], out: list[FlagProblem]) -> int:
+        if how == "ambiguous":
+            out.append(FlagProblem("ambiguous", name, inline if eq else None,
+                                   f"{self.engine} {self.version}: ambiguous option {name} could match "
+                                   f"{', '.join(cands[:6])}{' ...' if len(cands) > 6 else ''}: the server will "
+                                   "not start", None, None))
+            return i + 1 + self._skip_value(args, i, eq, None)
+        if spec is None:
+            out.append(self.unknown(args, i, name, eq, inline))
+            return i + 1 + self._skip_value(args, i, eq, self._intended_arity(name))
+        n, prob = self.values(args, i, name, eq, inline, spec)
+        if prob:
+            out.append(prob)
+        return i + 1 + n
 
     def _intended_arity(self, name: str) -> Any:
         h = self.t.history.get(name)

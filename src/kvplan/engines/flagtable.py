@@ -33,6 +33,7 @@ class FlagProblem:
     did_you_mean: str | None  # closest valid flag (or choice, for bad-value)
     fixed_tokens: list[str] | None  # the argument list with this problem fixed (None: no safe fix)
     canonical: str | None = None  # the flag the engine resolves it to (bad-value, ambiguous) or its replacement
+    span: tuple[int, int] = (0, 0)  # [start, end) of the flag and its value tokens in the arguments
 
 
 @dataclass(frozen=True)
@@ -206,3 +207,14 @@ def fix_flags(p: FlagProblem) -> dict[str, str | None]:
         return {p.flag: p.did_you_mean if p.value is not None and p.did_you_mean and
                 not p.did_you_mean.startswith("-") else ""}
     return {}
+
+
+def without_rejected(engine: str, version: str, args: list[str] | tuple[str, ...]) -> list[str] | None:
+    """The arguments with every flag the engine would reject removed (with its value), or None when nothing is
+    rejected: what kvplan plans when a rejected value also stops its own parser (the engine would never start,
+    so the plan shows the defaults and the findings say why)."""
+    probs = check_flags(engine, version, list(args))
+    if not probs:
+        return None
+    drop = {i for p in probs for i in range(*p.span)}
+    return [a for i, a in enumerate(args) if i not in drop]
