@@ -3,10 +3,12 @@ the same typed object that ``kvplan check --json`` prints (``result.to_dict()``)
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from kvplan.errors import KvplanError
 from kvplan.options import PlanOptions
 from kvplan.result import CheckResult
 
@@ -39,7 +41,11 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     opts = _options(options)
     cmd = split_command(command)
     engine = detect_engine(cmd)
-    plan_ = with_model_notes(engine.plan(cmd, opts))
+    try:
+        plan_ = engine.plan(cmd, opts)
+    except KvplanError as e:  # a value the engine's own argparse refuses too: plan the defaults, report it
+        plan_ = _plan_without_rejected(engine, cmd, opts, e)
+    plan_ = with_model_notes(plan_)
 
     def replan(**changes: Any):
         return engine.replan(cmd, opts, **changes)
@@ -59,6 +65,26 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
             suggested_plan = None
     return CheckResult(plan=plan_, findings=tuple(findings), suggested_command=suggested,
                        suggested_plan=suggested_plan)
+
+
+def _plan_without_rejected(engine: Any, cmd: Any, opts: PlanOptions, error: Exception) -> Any:
+    """The plan of the command without the flags its engine version would reject (re-raises ``error`` when no
+    such flag is to blame); the Plan keeps the original command so the flag findings see what was given."""
+    from dataclasses import replace
+
+    from kvplan.engines import split_command
+    from kvplan.engines.flagtable import without_rejected
+
+    version = opts.engine_version or importlib.import_module(f"kvplan.engines.{engine.name}.rules").default_version()[0]
+    kept = without_rejected(engine.name, version, cmd.args)
+    if kept is None:
+        raise error
+    prefix = list(cmd.argv[: len(cmd.argv) - len(cmd.args)])
+    try:
+        p = engine.plan(split_command(prefix + kept), opts)
+    except KvplanError:
+        raise error from None
+    return replace(p, command=cmd.text())
 
 
 def plan(model: str, engine: str = "sglang", tp: int = 1, dp: int = 1, pp: int = 1,

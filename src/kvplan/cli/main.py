@@ -94,8 +94,8 @@ def _plan_extra(a: argparse.Namespace) -> list[str]:
     for flag in ("mem_fraction_static", "kv_cache_dtype", "context_length", "max_running_requests", "page_size",
                  "hicache_size", "hicache_ratio"):
         v = getattr(a, flag)
-        if v is not None:
-            extra += [f"--{flag.replace('_', '-')}", str(v)]
+        if v is not None:  # SGLang's --hicache-size is type=int: 100.0 would be refused ("invalid int value")
+            extra += [f"--{flag.replace('_', '-')}", str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)]
     if a.enable_dp_attention:
         extra.append("--enable-dp-attention")
     if a.hicache_size is not None or a.hicache_ratio is not None:

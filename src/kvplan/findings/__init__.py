@@ -14,7 +14,8 @@ from kvplan.result import Finding, Plan
 
 RULES = ("kv_pool_empty", "host_oversubscribed", "host_check_blind", "hicache_smaller_than_device",
          "gpu_headroom_low", "context_exceeds_pool", "hicache_prefix_only", "mla_replicated_kv",
-         "flag_removed", "shm_too_small", "gpu_util_startup_fail", "max_model_len_unfit", "unknown_flags",
+         "flag_removed", "flag_unknown", "flag_bad_value", "shm_too_small", "gpu_util_startup_fail",
+         "max_model_len_unfit", "unknown_flags",
          "architecture_assumed")
 
 

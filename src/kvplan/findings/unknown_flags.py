@@ -1,4 +1,5 @@
-"""unknown-flags (info): flags kvplan kept but does not model, and features whose memory it does not size."""
+"""unknown-flags (info): flags the engine accepts but kvplan does not model (flags the engine rejects are
+flag-unknown / flag-removed errors), and features whose memory it does not size."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ ID = "unknown-flags"
 
 
 def check(ctx: Context) -> list[Finding]:
+    from kvplan.engines.flagtable import problems_for
+
     s = ctx.plan.settings
     out = []
-    if s.get("unknown_flags"):
-        flags = ", ".join(s["unknown_flags"])
+    rejected = {p.flag for p in problems_for(ctx.plan.engine, ctx.plan.engine_version, ctx.plan.command)}
+    kept = [f for f in s.get("unknown_flags", []) if f not in rejected]  # the engine accepts these
+    if kept:
+        flags = ", ".join(kept)
         out.append(Finding(ID, "info", f"flags kvplan does not model (kept as given): {flags}",
                            "check that they do not change GPU or host memory"))
     if s.get("unmodeled"):
