@@ -40,7 +40,7 @@ def test_check_example_report(tmp_path, page):
     box = {k: pg.locator(f"#gpu-chart rect.seg[data-row='0'][data-key='{k}']").bounding_box()
            for k in ("weights", "kv_pool")}
     ratio = box["weights"]["width"] / box["kv_pool"]["width"]
-    assert abs(ratio - r["weights_bytes"] / r["kv_pool_bytes"]) < 0.01  # widths follow the bytes on screen
+    assert ratio == pytest.approx(r["weights_bytes"] / r["kv_pool_bytes"], rel=0.01)  # widths follow the bytes
     # legends: the JSON's bytes in GiB, 2 decimals, as a reader would compute them
     for key, field in (("weights", "weights_bytes"), ("kv_pool", "kv_pool_bytes"),
                        ("req_to_token", "req_to_token_bytes"), ("cuda_graphs", "cuda_graph_bytes"),

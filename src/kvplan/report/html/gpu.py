@@ -34,8 +34,12 @@ COLORS = {"before": "#7f7f7f", "weights": "#4c72b0", "kv_pool": "#55a868", "req_
 MAX_ROWS = 16
 
 
+SHORT = {"weights": "weights", "kv_pool": "KV pool", "req_to_token": "req_to_token", "cuda_graphs": "graphs",
+         "activations": "activations", "non_kv": "activations", "left": "left"}
+
+
 def _seg(key: str, label: str, n: int, note: str = "") -> Segment:
-    return Segment(key, label, int(n), COLORS[key], fmt.gib(n), note)
+    return Segment(key, label, int(n), COLORS[key], fmt.gib(n), note, SHORT.get(key, ""))
 
 
 def _rows(d: dict[str, Any], segs: list[Segment]) -> tuple[Row, ...]:

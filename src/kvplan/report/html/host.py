@@ -25,16 +25,16 @@ def _pools(d: dict[str, Any]) -> list[Segment]:
             if t.get("shared"):
                 out.append(Segment(f"{t['name']}-shared", f"{t['name']} (one region shared by the node's ranks)",
                                    t["node_bytes"], PALETTE[len(out) % len(PALETTE)], fmt.host(t["node_bytes"]),
-                                   t.get("meaning", "")))
+                                   t.get("meaning", ""), "shared region"))
                 continue
             for i, b in enumerate(t.get("pinned_per_rank_bytes") or []):
                 out.append(Segment(f"rank{i}-{t['name']}", f"rank {i} · {t['name']}", b,
-                                   PALETTE[i % len(PALETTE)], fmt.host(b), t.get("meaning", "")))
+                                   PALETTE[i % len(PALETTE)], fmt.host(b), t.get("meaning", ""), f"rank {i}"))
     else:
         for i in range(n["ranks"] if r.get("host_kv_pinned_bytes") else 0):
             b = r["host_kv_pinned_bytes"]
             out.append(Segment(f"rank{i}", f"rank {i} host KV pool", b, PALETTE[i % len(PALETTE)], fmt.host(b),
-                               "HiCache, per rank"))
+                               "HiCache, per rank", f"rank {i}"))
     if sum(x.bytes for x in out) != n["host_kv_bytes"]:  # keep the node total the JSON states
         out = [Segment("host_kv", "host KV pools (all ranks of the node)", n["host_kv_bytes"], PALETTE[0],
                        fmt.host(n["host_kv_bytes"]))] if n["host_kv_bytes"] else []
@@ -45,10 +45,11 @@ def host_chart(d: dict[str, Any]) -> StackedChart:
     n = d["per_node"]
     avail, reserve, pools = n["host_available_bytes"], n.get("host_reserve_bytes") or 0, n["host_kv_bytes"]
     segs = _pools(d)
-    segs.append(Segment("os_reserve", "OS reserve (the engine keeps it free)", reserve, "#7f7f7f", fmt.gib(reserve)))
+    segs.append(Segment("os_reserve", "OS reserve (the engine keeps it free)", reserve, "#7f7f7f", fmt.gib(reserve),
+                        "", "OS reserve"))
     left = avail - reserve - pools
     if left > 0:
-        segs.append(Segment("left", "left", left, "#eeeeee", fmt.host(left)))
+        segs.append(Segment("left", "left", left, "#eeeeee", fmt.host(left), "", "left"))
     nodes = int(d["cluster"].get("nodes") or 1)
     rows = tuple(Row(f"node {i}", tuple(segs)) for i in range(min(nodes, MAX_NODE_ROWS)))
     over = None

@@ -22,6 +22,7 @@ class Segment:
     color: str
     value: str = ""  # the figure as the legend prints it (unit included)
     note: str = ""  # where the figure comes from
+    short: str = ""  # written inside the first row's bar where it fits
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,12 @@ def layout(c: StackedChart) -> Svg:
         for s in row.segments:
             if s.bytes <= 0:
                 continue
-            svg.rect(x(at), y, x(at + s.bytes) - x(at), ROW_H, s.color, title=f"{row.label} · {s.label}: {s.value}",
-                     class_="seg", data_key=s.key, data_bytes=s.bytes, data_row=i)
+            w = x(at + s.bytes) - x(at)
+            svg.rect(x(at), y, w, ROW_H, s.color, title=f"{row.label} · {s.label}: {s.value}", class_="seg",
+                     stroke="#fff", stroke_width=0.6, data_key=s.key, data_bytes=s.bytes, data_row=i)
+            if i == 0 and s.short and w >= 6.5 * len(s.short) + 8:
+                svg.text(x(at) + w / 2, y + ROW_H * 0.68, s.short, anchor="middle", size=11,
+                         fill="#fff" if _dark(s.color) else "#111", class_="seg-label", pointer_events="none")
             at += s.bytes
     if c.over is not None:
         o = c.over
@@ -119,6 +124,15 @@ def layout(c: StackedChart) -> Svg:
                  anchor=anchor, fill=m.color, class_="mark-label", data_key=m.key)
     _axis(svg, x, c.axis_max * 1.02, y_bot + (18 if c.over else 4))
     return svg
+
+
+def _dark(color: str) -> bool:
+    """True for a fill on which white text reads better (relative luminance below one half)."""
+    try:
+        r, g, b = (int(color[k:k + 2], 16) / 255 for k in (1, 3, 5))
+    except ValueError:
+        return False
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.5
 
 
 def _axis(svg: Svg, x: Scale, hi_bytes: float, y: float) -> None:
