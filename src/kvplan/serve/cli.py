@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
+from typing import Any
 
 DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
@@ -22,7 +22,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> Any:
+    """A listening TCP socket on 127.0.0.1:port (socket.socket), or a one-line KvplanError."""
+    import socket
+
     from kvplan.errors import KvplanError
 
     if host != LOOPBACK:

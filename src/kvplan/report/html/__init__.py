@@ -11,8 +11,10 @@ charts laid out in Python and printed by jinja2 templates.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KINDS = ("check", "plan", "explain", "diagnose")
 
@@ -27,6 +29,8 @@ def render_html(kind: str, data: dict[str, Any]) -> str:
 
 def write_html(kind: str, data: dict[str, Any], path: str | Path) -> Path:
     """Render and write the report; a one-line KvplanError when the file cannot be written."""
+    from pathlib import Path
+
     from kvplan.errors import KvplanError
 
     if kind not in KINDS:

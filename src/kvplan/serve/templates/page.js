@@ -54,6 +54,10 @@
       setSlider("host_kv", h.enabled ? (h.size_gb_per_rank || 0) : 0);
       setSlider("hicache_ratio", h.enabled && h.ratio ? h.ratio : 0);
       setSlider("dp_attention", !!s.enable_dp_attention);
+    } else {
+      var native = (s.host_tiers || []).filter(function (t) { return t.flag === "--kv-offloading-size"; })[0];
+      setSlider("host_kv", native ? Math.round((native.shared ? native.node_bytes : native.per_rank_bytes.reduce(
+        function (a, b) { return a + b; }, 0)) / Math.pow(2, 30)) : 0);
     }
     ["hicache_ratio", "dp_attention"].forEach(function (n) {
       $(n).disabled = !sg; document.querySelector('[data-slider="' + n + '"]').classList.toggle("off", !sg);
