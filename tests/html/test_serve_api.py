@@ -162,3 +162,16 @@ def test_serve_refuses_other_bind_addresses():
         code, out, err = run_cli(["serve", "--host", host, "--port", "0"])
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
         assert err.startswith(f"kvplan: error: kvplan serve binds 127.0.0.1 only, not '{host}'")
+
+
+def test_hicache_off_and_dp_attention_sliders(url):
+    status, d, _ = request(url + "/api/plan", {**INCIDENT, "set": {"host_kv": 0, "dp": 8, "dp_attention": True}})
+    assert status == 200, d
+    assert "--hicache-size" not in d["command"] and "--enable-hierarchical-cache" not in d["command"]
+    assert "--enable-dp-attention" in d["command"] and "--dp-size 8" in d["command"]
+    assert d["per_node"]["host_kv_bytes"] == 0 and "host-oversubscribed" not in [f["id"] for f in d["findings"]]
+    assert d["per_replica"]["dp_groups"] == 8  # 8 DP-attention groups, each its own KV pool
+    assert d == cli_json(shlex.split(d["command"]), *INCIDENT_HW)
+    status, j, _ = request(url + "/api/plan", {"command": "vllm serve Qwen/Qwen3-8B", "gpu": "h100",
+                                               "set": {"dp_attention": True}})
+    assert status == 400 and "vLLM has no DP-attention" in j["error"]
