@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from kvplan.report.html import cli as html_cli
+
 INCIDENT = ["python", "-m", "sglang.launch_server", "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8",
             "--mem-fraction-static", "0.93", "--enable-hierarchical-cache", "--hicache-size", "300",
             "--hicache-write-policy", "write_through", "--hicache-io-backend", "kernel", "--trust-remote-code"]
@@ -35,6 +37,7 @@ def _hardware_options(p: argparse.ArgumentParser) -> None:
                    help="vLLM: KV memory per rank as a startup log printed it ('Available KV cache memory: X GiB')")
     g.add_argument("--avg-tokens", type=int, default=4096, help="tokens per request (prompt+output), default 4096")
     g.add_argument("--json", action="store_true", help="print one JSON object (stable schema)")
+    html_cli.add_html_option(g)
 
 
 def _opts(a: argparse.Namespace) -> dict:
@@ -86,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kvplan.launch.cli import add_parsers as add_launch_parsers
 
     add_launch_parsers(sub)
+    from kvplan.serve.cli import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 
@@ -103,7 +109,9 @@ def _plan_extra(a: argparse.Namespace) -> list[str]:
     return extra
 
 
-def _emit(result, as_json: bool) -> int:
+def _emit(result, as_json: bool, a: argparse.Namespace | None = None) -> int:
+    if a is not None:
+        html_cli.emit(a.cmd, a, result.to_dict())
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -123,6 +131,7 @@ def _run(argv: list[str]) -> int:
     if a.cmd is None:
         parser.print_help()
         return 2
+    html_cli.precheck(a)
     if a.cmd in ("gpus", "models"):
         from kvplan.cli.catalogs import run_gpus, run_models
 
@@ -135,6 +144,10 @@ def _run(argv: list[str]) -> int:
         from kvplan.launch.cli import run_cleanup
 
         return run_cleanup(a)
+    if a.cmd == "serve":
+        from kvplan.serve.cli import run as run_serve
+
+        return run_serve(a)
     if a.cmd == "diagnose":
         from kvplan.diagnose.cli import run as run_diagnose
 
@@ -147,6 +160,7 @@ def _run(argv: list[str]) -> int:
         opts = {k: v for k, v in _opts(a).items() if v is not None}
         opts.setdefault("host_mem_gib", 1024.0)  # a log's host is not this machine; only HiCache pools need it
         res = explain(a.log, command or None, **opts)
+        html_cli.emit("explain", a, res.to_dict())
         if a.json:
             print(json.dumps(res.to_dict(), indent=2))
         else:
@@ -164,11 +178,11 @@ def _run(argv: list[str]) -> int:
         if not command:
             parser.error("give the launch command after --, e.g. kvplan check --gpu h100 -- python -m "
                          "sglang.launch_server --model-path Qwen/Qwen3-8B (or try --example)")
-        return _emit(api.check(command, **opts), a.json)
+        return _emit(api.check(command, **opts), a.json, a)
     if command:
         parser.error("kvplan plan takes options, not a launch command (use kvplan check for that)")
     return _emit(api.plan(a.model, engine=a.engine, tp=a.tp, dp=a.dp, pp=a.pp, extra_args=_plan_extra(a),
-                          **_opts(a)), a.json)
+                          **_opts(a)), a.json, a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,8 @@ import json
 import shlex
 from collections.abc import Sequence
 
+from kvplan.report.html import cli as html_cli
+
 HELP = "name a running server's bottleneck and price the levers: kvplan diagnose --log FILE | --url URL"
 
 
@@ -39,6 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="tokens per request for 'requests that fit' (default: the in-flight size observed)")
     g.add_argument("--free-gib", type=float, help="free GPU memory per rank before weights (default: the log's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    html_cli.add_html_option(p)
     return p
 
 
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
             "model_config": args.model_config, "avg_tokens": args.avg_tokens, "free_gib": args.free_gib}
     res = diagnose(url=args.url, log=args.log, window_s=args.window, launch_command=cmd,
                    **{k: v for k, v in opts.items() if v is not None})
+    html_cli.emit("diagnose", args, res.to_dict())
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:

@@ -16,6 +16,7 @@ from typing import Any
 from kvplan.diagnose.levers import Lever, Pricing, price
 from kvplan.diagnose.metrics import ServerView, observed_avg_request, scrape
 from kvplan.diagnose.rules import RuleContext, Verdict, classify
+from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import Window, build, in_flight_tokens, pool_from_lines
 from kvplan.errors import KvplanError
@@ -51,7 +52,7 @@ class DiagnoseResult:
                 "secondary": [{"id": s.id, "cause": s.cause, "evidence": list(s.evidence)} for s in self.verdicts[1:]],
                 "observed": self.observed, "levers": [lv.to_dict() for lv in self.levers],
                 "command": self.command, "command_source": self.command_source, "sources": self.sources,
-                "notes": self.notes}
+                "notes": self.notes, "series": window_series(self.window)}
 
 
 def _log_inputs(path: str) -> tuple[list[Sample], Any]:
