@@ -61,7 +61,8 @@ def batch_defaults(version: str, kind: str, *, is_cpu: bool, world: int, gpu_byt
     if kind == "v0":
         seqs = seqs_flag or 256
         long_ctx = max_model_len > 32768
-        auto = (long_ctx and not is_multimodal and platform == "cuda" and not has_sliding_window
+        gpu = platform == "cuda" or (platform == "rocm" and v < Version("0.6.6"))  # 0.6.6 adds `not is_rocm()`
+        auto = (long_ctx and not is_multimodal and gpu and not has_sliding_window
                 and not (is_mla and v >= Version("0.7.3")))
         chunked = auto if chunked_flag is None else chunked_flag
         if mnbt_flag:
