@@ -79,7 +79,9 @@ def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool) ->
     if p.kind != "v1" or args.enforce_eager:
         return False
     env = args.env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
-    return cudagraph_default if env is None else env.strip() not in ("0", "", "false", "False")
+    if env is None or Version(p.version) < Version("0.18.0"):  # the variable exists from 0.18.0 (PR #30515)
+        return cudagraph_default
+    return env.strip() not in ("0", "", "false", "False")
 
 
 def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: float, cudagraph_default: bool,
