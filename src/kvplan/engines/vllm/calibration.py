@@ -90,6 +90,14 @@ SAMPLER_NATIVE = Calibration(
     "V0 max_num_seqs sweep: +0.61 GiB from 128 to 256 sequences (vocab 128256) = 39.9 B/element; PR 10511 "
     "Llama-3-8B (8192 tokens, 256 seqs): 'PyTorch activation peak memory 1.26GiB' = 39.2 B/element",
     "https://github.com/vllm-project/vllm/pull/9003, https://github.com/vllm-project/vllm/pull/10511")
+# V1 0.8 - 0.13: FlashInfer's sampler when the package is importable (optional extra; docker images ship it), else
+# the PyTorch path (v1/sample/ops/topk_topp_sampler.py::TopKTopPSampler.__init__): the PyTorch figure, with a range
+# down to the fused path's
+SAMPLER_V1_EITHER = Calibration(
+    39.0, 6.0, 41.0, "B/element",
+    "pip installs without flashinfer run the PyTorch path (V0 figures above); with flashinfer the fused path "
+    "(below)", "https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/v1/sample/ops/topk_topp_sampler.py, "
+    "https://github.com/vllm-project/vllm/pull/9003")
 # V1 >= 0.14: FlashInfer is a hard dependency (top_k_top_p_sampling_from_logits), 0.33 adds a Triton top-k/top-p
 # (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/sample/ops/topk_topp_sampler.py): far fewer buffers.
 SAMPLER_FUSED = Calibration(
@@ -115,5 +123,6 @@ ENCODER_PROFILE = Calibration(
 
 ALL: tuple[Calibration, ...] = (
     TORCH_TOTAL_RESERVE, NON_TORCH_WHOLE_DEVICE_TP1, NON_TORCH_ROCM_TP1, NON_TORCH_SNAPSHOT_TP1,
-    NON_TORCH_SNAPSHOT_TP_N, NON_TORCH_ROCM_TP_N, NON_TORCH_AFTER_INIT, SAMPLER_NATIVE, SAMPLER_FUSED,
+    NON_TORCH_SNAPSHOT_TP_N, NON_TORCH_ROCM_TP_N, NON_TORCH_AFTER_INIT, SAMPLER_NATIVE, SAMPLER_V1_EITHER,
+    SAMPLER_FUSED,
     CUDAGRAPH_ESTIMATE, ENCODER_PROFILE)

@@ -96,7 +96,9 @@ def batch_defaults(version: str, kind: str, *, is_cpu: bool, world: int, gpu_byt
 
 
 def sampler_calibration(kind: str, version: str) -> cal.Calibration:
-    return cal.SAMPLER_NATIVE if kind == "v0" or Version(version) < Version("0.14.0") else cal.SAMPLER_FUSED
+    if kind == "v0":
+        return cal.SAMPLER_NATIVE
+    return cal.SAMPLER_V1_EITHER if Version(version) < Version("0.14.0") else cal.SAMPLER_FUSED
 
 
 @dataclass(frozen=True)
