@@ -74,3 +74,18 @@ def test_v0_activation_grows_with_max_model_len():
           for n in ("8192", "30000")]
     assert v0[1].settings["kv_budget_bytes_per_rank"] < v0[0].settings["kv_budget_bytes_per_rank"]
     assert v1[1].settings["kv_budget_bytes_per_rank"] == v1[0].settings["kv_budget_bytes_per_rank"]
+
+
+def test_every_calibration_is_sourced_publicly_and_brackets_its_value():
+    """Issue #11 item 5: each constant named, with a public URL (a tag-pinned code link or the issue/PR of the log)."""
+    from kvplan.engines.vllm import calibration as cal
+
+    names = [n for n, v in vars(cal).items() if isinstance(v, cal.Calibration)]
+    assert len(names) == len(cal.ALL) and len(names) >= 10
+    for c in cal.ALL:
+        urls = [u.strip(" ,") for u in c.source.split() if u.startswith("http")]
+        assert urls and all(u.startswith("https://github.com/") for u in urls), c
+        assert "/work/" not in c.source and "../" not in c.source
+        code = [u for u in urls if "/blob/" in u and "vllm-project/vllm" in u]
+        assert all("/blob/v0." in u for u in code), code  # code links pinned to a release tag
+        assert c.low <= c.value <= c.high and c.what
