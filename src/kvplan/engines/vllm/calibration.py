@@ -40,16 +40,17 @@ TORCH_TOTAL_RESERVE = Calibration(
     "https://github.com/canopyai/Orpheus-TTS/issues/115, https://github.com/vllm-project/vllm/issues/13882")
 
 # ---- non-torch memory counted inside the budget, per regime ---------------------------------------------------
-# 0.6.0-0.6.4 V0 and V1 0.8.x-0.9.0: everything on the device that torch did not allocate, the CUDA context included
+# V0 0.6.4 and V1 0.8.x-0.9.0: everything on the device that torch did not allocate, the CUDA context included
 NON_TORCH_WHOLE_DEVICE_TP1 = Calibration(
     0.35, 0.25, 0.60, "GiB", "'non_torch_memory=0.35GiB' (RTX 3090, TP1, vLLM 0.6.4: worker.py "
     "determine_num_available_blocks counts cuda used - torch allocated)",
     "https://github.com/vllm-project/vllm/issues/10517")
 NON_TORCH_ROCM_TP1 = Calibration(
-    2.2, 0.5, 2.6, "GiB", "MI300X TP1, 0.6.3: 0.9 x 191.98 - 12.55 weights - 20186 blocks x 8 MiB - activation "
+    2.2, 0.5, 2.6, "GiB", "ROCm before 0.11 (one log each, so calibration data, not a validation): MI300X TP1, "
+    "0.6.3: 0.9 x 191.98 - 12.55 weights - 20186 blocks x 8 MiB - activation "
     "0.31 = 2.2 GiB with hipBLASLt; 220 blocks (1.72 GiB) more without it",
     "https://github.com/AUGMXNT/llm-tracker.info-vault/blob/main/MI300X%20Testing.md")
-# 0.6.5-0.10.x V0 and V1 0.9.1-0.10.x: the snapshot is taken before NCCL init, so the NCCL / custom all-reduce
+# V0 <= 0.6.3 and 0.6.5-0.10.x, V1 0.9.1-0.10.x: the snapshot is taken before NCCL init, so the NCCL / custom all-reduce
 # buffers and cuBLAS workspaces are "non_torch_memory" (vllm/worker/worker.py::Worker.init_device, 0.6.6.post1)
 NON_TORCH_SNAPSHOT_TP1 = Calibration(
     0.10, 0.02, 1.80, "GiB", "'non_torch_memory takes 0.10GiB' (80 GB card, TP1, V0 0.8); 0.03 GiB (RTX 4060, "

@@ -3,11 +3,14 @@
 ``available = ceil((nvidia-smi total − reserve) × gmu) − weights − activation peak − non-torch − graphs``
 (``calibration.py`` for every figure the code does not fix), per the version's accounting:
 
-- ``whole-device`` (V0 0.6.0-0.6.4 ``worker/worker.py::determine_num_available_blocks``; V1 0.8.0-0.9.0
+- ``whole-device`` (V0 0.6.4 ``worker/worker.py::determine_num_available_blocks``; V1 0.8.0-0.9.0
   ``v1/worker/gpu_worker.py::determine_available_memory``): ``total × gmu − (torch peak + everything on the
   device torch did not allocate)``, the CUDA context (and other processes) included.
-- ``snapshot`` (V0 0.6.5-0.10.x ``worker/worker.py``, ``utils.py::memory_profiling``; V1 0.9.1-0.10.x): the
-  baseline is taken before NCCL init, so NCCL / custom all-reduce buffers count as non-torch.
+- ``snapshot`` (V0 up to 0.6.3: ``init free − free after the profile run``, the caching allocator still holding
+  the peak; V0 0.6.5-0.10.x ``utils.py::memory_profiling``; V1 0.9.1-0.10.x): the baseline is taken in
+  ``init_device`` before NCCL init, so NCCL / custom all-reduce buffers and BLAS workspaces count as non-torch
+  (https://github.com/vllm-project/vllm/blob/v0.6.3.post1/vllm/worker/worker.py,
+  https://github.com/vllm-project/vllm/blob/v0.6.6.post1/vllm/worker/worker.py).
 - ``after-init`` (V1 >= 0.11, ``Worker.init_device`` snapshots after NCCL and the cuBLAS handles): only what grows
   during loading and the profile run.
 
@@ -49,7 +52,8 @@ class ProfileInputs:
 
 def regime(p: ProfileInputs) -> str:
     v = Version(p.version)
-    if (p.kind == "v0" and v < Version("0.6.5")) or (p.kind == "v1" and p.budget_semantics == "v1-whole-gpu"):
+    if (p.kind == "v0" and Version("0.6.4") <= v < Version("0.6.5")) or (
+            p.kind == "v1" and p.budget_semantics == "v1-whole-gpu"):
         return "whole-device"
     if p.kind == "v0" or v < Version("0.11.0"):
         return "snapshot"
