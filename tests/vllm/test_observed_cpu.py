@@ -39,3 +39,5 @@ def test_replay(world, case_id):
     assert r.plan.per_rank.kv_blocks == c["num_gpu_blocks"]
     assert r.plan.per_replica.kv_tokens == c["kv_cache_size_tokens"]
     assert r.plan.per_replica.max_concurrency == pytest.approx(c["kv_cache_max_concurrency"], rel=1e-9)
+    if "model_dtype" in c:  # what the engine's config line printed (recorded from the dtype cases on)
+        assert r.plan.settings["model_dtype"] == c["model_dtype"]

@@ -201,7 +201,10 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         elif c.get("multi_query"):
             kv_heads = 1
     head_dim = int(c.get("head_dim") or hidden // heads)
-    dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype") or "bfloat16")
+    # transformers >= 4.56 (configuration_utils.py::PretrainedConfig.__init__) parses both keys and keeps "dtype"
+    # over the older "torch_dtype"; vLLM reads the root config first, then the text config
+    # (transformers_utils/model_arch_config_convertor.py::get_torch_dtype)
+    dtype = str(top.get("dtype") or top.get("torch_dtype") or c.get("dtype") or c.get("torch_dtype") or "bfloat16")
     quant = top.get("quantization_config") or c.get("quantization_config") or {}
     kv_algo = str(quant.get("kv_cache_quant_algo") or "").upper() if isinstance(quant, dict) else ""
     kv_scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
