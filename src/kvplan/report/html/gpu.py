@@ -26,7 +26,7 @@ from typing import Any
 
 from kvplan.report.html import fmt
 from kvplan.report.html.stacked import Band, Mark, Row, Segment, StackedChart
-from kvplan.units import MiB
+from kvplan.units import GiB, MiB
 
 COLORS = {"before": "#7f7f7f", "weights": "#4c72b0", "kv_pool": "#55a868", "req_to_token": "#dd8452",
           "cuda_graphs": "#8172b3", "other": "#b0b0b0", "activations": "#9ecae1", "non_kv": "#9ecae1",
@@ -90,7 +90,7 @@ def sglang_chart(d: dict[str, Any]) -> StackedChart:
 
 
 def vllm_chart(d: dict[str, Any]) -> StackedChart:
-    from kvplan.engines.vllm.memory import DRIVER_RESERVE_BYTES
+    from kvplan.engines.vllm.calibration import TORCH_TOTAL_RESERVE
     from kvplan.findings.gpu_util_startup_fail import CONTEXT_BYTES
 
     r, s, total = d["per_rank"], d["settings"], d["cluster"]["gpu_mem_mib"] * MiB
@@ -114,7 +114,7 @@ def vllm_chart(d: dict[str, Any]) -> StackedChart:
         util = s.get("gpu_memory_utilization")
         marks.append(Mark("static_fraction", f"gpu_memory_utilization {util:g}", req))
         bands.append(Band("fail_low", "kv-pool-empty: no KV block fits", 0, non_kv + graphs))
-        start_fail = total - DRIVER_RESERVE_BYTES - CONTEXT_BYTES
+        start_fail = total - int(TORCH_TOTAL_RESERVE.value * GiB) - CONTEXT_BYTES
         if start_fail < total:
             bands.append(Band("fail_high", "vLLM refuses to start: requested > free memory", start_fail, total))
         summary.append((f"vLLM requests {fmt.gib(req)} per rank (utilization {util:g}); KV cache {fmt.gib(kv)} = "
