@@ -68,9 +68,14 @@ def run_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> dict | None:
            "predicted": None, "error_pct": None, "band": None, "reason": None,
            "gpu": opts.get("gpu") or (f"{opts['gpu_mem_mib']} MiB" if opts and "gpu_mem_mib" in opts else None),
            "gpu_inferred": bool(case.get("gpu_inferred"))}
-    if fig is None or not opts or cmd is None:
-        return None  # not a preflight case: no KV figure, no GPU or no command/model
+    if fig is None or cmd is None or not (opts or case.get("gpu")):
+        return None  # not a preflight case: no KV figure, no command/model, or no GPU named or implied
     row["figure"], row["observed"] = fig
+    if not opts:  # a GPU is named, but kvplan's catalog lacks it and the log printed no total: report, don't hide
+        row["gpu"], row["version"] = case["gpu"], engine_version(case) or "?"
+        row["reason"] = (f"GPU {case['gpu']!r} is not in kvplan's GPU catalog and the log printed no total memory "
+                         "(kvplan gpus lists the catalog)")
+        return row
     if engine_version(case):
         opts["engine_version"] = engine_version(case)
     if model_config(case, corpus):
@@ -109,14 +114,14 @@ def summary(rows: list[dict]) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     """One row per case, grouped by engine and GPU (``*`` marks a GPU inferred from printed figures)."""
-    out = [f"{'case':<46} {'version':<11} {'fig':<6} {'logged':>9} {'predicted':>9} {'err %':>7}  band / reason"]
+    out = [f"{'case':<58} {'version':<11} {'fig':<6} {'logged':>9} {'predicted':>9} {'err %':>7}  band / reason"]
     for key in sorted({(r["engine"], str(r["gpu"])) for r in rows}):
         out.append(f"-- {key[0]} on {key[1]}")
         for r in (r for r in rows if (r["engine"], str(r["gpu"])) == key):
             err = "" if r["error_pct"] is None else f"{r['error_pct']:+.2f}"
             band = f"[{r['band'][0]:,.0f}, {r['band'][1]:,.0f}]" if r["band"] else ""
-            name = r["id"][:45] + ("*" if r.get("gpu_inferred") else "")
-            out.append(f"{name:<46} {str(r.get('version'))[:11]:<11} {r['figure']:<6} {r['observed']:>9} "
+            name = r["id"][:57] + ("*" if r.get("gpu_inferred") else "")
+            out.append(f"{name:<58} {str(r.get('version'))[:11]:<11} {r['figure']:<6} {r['observed']:>9} "
                        f"{str(r['predicted'] or ''):>9} {err:>7}  {band or r['reason'] or ''}")
     return out
 
