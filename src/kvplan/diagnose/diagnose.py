@@ -121,8 +121,11 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``."""
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
-    if window_s is not None and window_s <= 0:
-        raise KvplanError(f"--window must be > 0 seconds, got {window_s}")
+    from kvplan import validate
+
+    if window_s is not None:
+        window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
+    options = validate.plan_options(options)
     user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
     view = scrape(url, window_s or URL_WINDOW_S) if url else None
