@@ -1,11 +1,21 @@
 """The five fault programs, 20 rounds in a row: every run ends with its reason, and over the 100 runs no process,
-no state file and no /dev/shm segment is leaked."""
+no state file and no /dev/shm segment is leaked.
+
+Each launch runs in its own PID namespace with private state and shm directories (tests/launch/helpers.py). The
+test used to fail (3 of 7 runs, exit 143: "the server exited by itself") when other work ran on the machine:
+something outside the launch sent SIGTERM to its server. Two selection rules could do that, both replaced by proof of
+ownership: ``kvplan cleanup --yes``, which the suite itself ran machine-wide (tests/launch/test_cleanup.py), stopped
+whole trees chosen by session id, ancestry and markers whose kvplan merely looked gone; and a supervisor took any
+process of its session id, and signalled its process group, even after its root was reaped, when pid_max is 32768
+here and pids come round every few minutes, so the id could name another launch's new session by then."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.launch.helpers import fault, kvtest_segments, launch, left_behind
 
@@ -46,21 +56,23 @@ def _zombie_children() -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_twenty_rounds_leak_nothing(tmp_path):
-    t0, reasons, ids, pids = time.monotonic(), [], set(), set()
+    t0, reasons, ids, pids, dirs = time.monotonic(), [], set(), set(), []
     for i in range(ROUNDS):
         for j, (reason, args, prog) in enumerate(CASES):
             run = launch(tmp_path / f"r{i}-{j}", args, fault(*prog))
             reasons.append(run.reason)
             ids.add(run.launch_id)
             pids |= {p for p, _ in run.pids}
+            dirs.append(run.shm_dir)
             assert run.code == 3 and run.reason == reason, (i, prog, run.out, run.err)
             assert not left_behind(run), (i, prog, left_behind(run))
     took = time.monotonic() - t0
     assert reasons == [c[0] for c in CASES] * ROUNDS
     assert len(ids) == ROUNDS * len(CASES)
     assert not _marked(ids)
-    assert not kvtest_segments(pids)
+    assert not [seg for d in dirs for seg in kvtest_segments(pids, d)]
     assert not list(tmp_path.glob("*/state/*.json")), "state files of finished launches must be removed"
     assert not _zombie_children()
     assert took / (ROUNDS * len(CASES)) < 2.0, f"{took:.1f} s for {ROUNDS * len(CASES)} runs"

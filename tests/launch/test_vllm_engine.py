@@ -51,7 +51,9 @@ def tiny_model(engine_py: Path, tmp_path_factory) -> Path:
 
 
 def _start(tmp: Path, engine_py: Path, model: Path, kv_gib: int, args: list[str]):
-    env = {k: v for k, v in env_for(tmp).items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    # the engine's segments are in the real /dev/shm: kvplan tracks (and removes) only those its launch maps
+    env = {k: v for k, v in env_for(tmp).items() if k not in ("VLLM_CPU_KVCACHE_SPACE", "KVPLAN_SHM_DIR",
+                                                               "FAULT_SHM_DIR")}
     env.update(QUIET)
     cmd = [f"VLLM_CPU_KVCACHE_SPACE={kv_gib}", str(engine_py), "-m", API_SERVER, "--model", str(model), "--host",
            "127.0.0.1", "--port", str(free_port()), "--enforce-eager", "--max-model-len", "512"]
