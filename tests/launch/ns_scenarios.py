@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kvplan.launch.ownership import token_hash
+from kvplan.launch.ownership import MARKER, token_hash
 
 KVPLAN = [sys.executable, "-m", "kvplan.launch"]
 FAULTS = Path(__file__).with_name("faults")
@@ -42,7 +42,7 @@ def env_for(tmp: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"KVPLAN_STATE_DIR": str(tmp / "state"), "KVPLAN_SHM_DIR": str(tmp / "shm"),
                 "FAULT_SHM_DIR": str(tmp / "shm"), "FAULT_PIDS": str(tmp / "pids"), "PYTHONUNBUFFERED": "1"})
-    env.pop("KVPLAN_LAUNCH_ID", None)
+    env.pop(MARKER, None)
     env.pop("KVPLAN_LAUNCH_TOKEN", None)
     env.update(extra)
     return env
@@ -131,8 +131,8 @@ def spawn(argv: list[str], env: dict | None = None, title: str | None = None, us
 
 
 def marked(launch_id: str) -> list[int]:
-    """Visible processes carrying KVPLAN_LAUNCH_ID=launch_id (read from /proc, independent of kvplan)."""
-    needle, out = f"\0KVPLAN_LAUNCH_ID={launch_id}\0".encode(), []
+    """Visible processes carrying KVPLAN_LAUNCH=launch_id (read from /proc, independent of kvplan)."""
+    needle, out = f"\0{MARKER}={launch_id}\0".encode(), []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
@@ -204,7 +204,7 @@ def crashed(tmp: Path) -> dict:
     by = {"plain": spawn(["sleep", "600"], clean),
           "vllm_title": spawn(["sleep", "600"], clean, title="VLLM::Worker_TP0"),
           "sglang_title_nobody": spawn(["sleep", "600"], clean, title="sglang::scheduler_TP0", user=NOBODY),
-          "forged_token": spawn(["sleep", "600"], {**clean, "KVPLAN_LAUNCH_ID": lid,
+          "forged_token": spawn(["sleep", "600"], {**clean, MARKER: lid,
                                                    "KVPLAN_LAUNCH_TOKEN": secrets.token_hex(16)})}
     for name in ("psm_not_recorded", "notes.txt"):
         (tmp / "shm" / name).write_bytes(b"x" * 8192)
@@ -244,7 +244,7 @@ def pid_reuse(tmp: Path) -> dict:
     for name, pid in (("root_pid_reused", gone_pid), ("kvplan_pid_reused", kv_pid)):
         for _ in range(20):
             set_next_pid(pid)
-            p = spawn(["sleep", "600"], {**env, "KVPLAN_LAUNCH_ID": lid}, start_new_session=True)
+            p = spawn(["sleep", "600"], {**env, MARKER: lid}, start_new_session=True)
             if p.pid == pid:
                 break
             p.kill()

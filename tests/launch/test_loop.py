@@ -38,7 +38,7 @@ def _marked(ids: set[str]) -> set[int]:
                 env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if any(e.startswith(b"KVPLAN_LAUNCH_ID=") and e[17:].decode() in ids for e in env):
+            if any(e.startswith(b"KVPLAN_LAUNCH=") and e[14:].decode() in ids for e in env):
                 out.add(int(d))
     return out
 

@@ -70,14 +70,14 @@ def _events(path: Path) -> list[dict]:
 
 class SegmentWatch(threading.Thread):
     """Independent of kvplan: every 0.3 s, the /dev/shm engine segments that the launch's processes (found by their
-    KVPLAN_LAUNCH_ID marker, the id read from the state file) map or hold open, as (path, inode)."""
+    KVPLAN_LAUNCH marker, the id read from the state file) map or hold open, as (path, inode)."""
 
     def __init__(self, state_dir: Path):
         super().__init__(daemon=True)
         self.state_dir, self.seen, self.done = state_dir, set(), threading.Event()
 
     def _members(self, lid: str) -> list[int]:
-        needle, out = f"\0KVPLAN_LAUNCH_ID={lid}\0".encode(), []
+        needle, out = f"\0KVPLAN_LAUNCH={lid}\0".encode(), []
         for d in os.listdir("/proc"):
             try:
                 if d.isdigit() and needle in b"\0" + Path(f"/proc/{d}/environ").read_bytes() + b"\0":

@@ -56,8 +56,9 @@ class DiagnoseResult:
 
 def _log_inputs(path: str) -> tuple[list[Sample], Any]:
     from kvplan.explain import parse_log
-    from kvplan.logs.reader import iter_lines
+    from kvplan.logs.reader import iter_lines, open_log
 
+    open_log(path)  # a missing, unreadable, non-regular, empty or binary file is an error (exit 2), not 0 samples
     samples = parse_samples(iter_lines(path))
     try:
         facts = parse_log(path)

@@ -138,6 +138,13 @@ def _check_output(path: str, flag: str) -> None:
     from kvplan.launch.state import open_private
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None
+    try:
         fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, follow=True)
     except OSError as e:
         raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None

@@ -22,7 +22,9 @@ import secrets
 from dataclasses import dataclass
 
 TOKEN = "KVPLAN_LAUNCH_TOKEN"
-MARKER = "KVPLAN_LAUNCH_ID"
+# KVPLAN_LAUNCH_ID in kvplan before the token: renamed so that an older kvplan's cleanup (which stopped marked
+# processes whose supervisor it could not see, e.g. in another PID namespace) never selects these launches
+MARKER = "KVPLAN_LAUNCH"
 ENVIRON_MAX = 1 << 20  # bytes of /proc/PID/environ read at most
 
 

@@ -5,7 +5,7 @@ fork is still found, and a process that merely reuses a pid is never taken:
 
 * the session: the command starts as its own session leader, so its session id is its pid; this counts only while
   the root has not been reaped (until then no other process can get that pid, so no other session that id);
-* a marker: the launch's secret ``KVPLAN_LAUNCH_TOKEN`` (with ``KVPLAN_LAUNCH_ID``), inherited through fork and
+* a marker: the launch's secret ``KVPLAN_LAUNCH_TOKEN`` (with the id, ``KVPLAN_LAUNCH``), inherited through fork and
   exec, read from ``/proc/PID/environ`` (see ``launch.ownership``);
 * ancestry: a child of a member is a member, and kvplan makes itself a *child subreaper*
   (``prctl(PR_SET_CHILD_SUBREAPER)``), so an orphaned grandchild is re-parented to kvplan instead of init,
@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-MARKER = "KVPLAN_LAUNCH_ID"
-TOKEN = "KVPLAN_LAUNCH_TOKEN"  # the launch's secret (launch.ownership)
+from kvplan.launch.ownership import MARKER, TOKEN  # the launch id and its secret
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FULL_SCAN_S = 1.0  # every second, re-read every pid (pid reuse); in between only new pids and members
 
