@@ -83,3 +83,17 @@ def test_internal_error_stops_the_tree_and_finishes_the_state(tmp_path):
     assert left == [], left  # both processes were stopped before the error went up
     running = [json.loads(f.read_text()) for f in (tmp_path / "state").glob("*.json")]
     assert not [s for s in running if s.get("status") == "running"], running
+
+
+def test_force_starts_the_command_whatever_the_numbers(tmp_path):
+    """Numbers the plan refuses (NaN, inf, 1e400) make the preflight fail; --force still starts the command (no
+    sglang here: the started interpreter exits with 1, which kvplan reports as the server's own code)."""
+    env = env_for(tmp_path)
+    for bad in (["--mem-fraction-static", "nan"], ["--hicache-size", "inf"], ["--context-length", "1e400"]):
+        cmd = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", *bad]
+        t0 = time.monotonic()
+        p = subprocess.run([*PIDNS, *KVPLAN, "launch", "--force", "--plain", "--gpu", "h100", "--host-mem-gib", "64",
+                            "--ready-timeout", "30", "--", *cmd], capture_output=True, text=True, timeout=60, env=env)
+        assert "launching unchecked (--force)" in p.stdout and bad[0] in p.stdout, (bad, p.stdout, p.stderr)
+        assert p.returncode == 1 and "exited by itself with code 1" in p.stdout, (bad, p.stdout, p.stderr)
+        assert time.monotonic() - t0 < 30

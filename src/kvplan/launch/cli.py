@@ -99,6 +99,11 @@ def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, 
             return None, engine, cmd, 2
         rep.preflight([f"preflight: cannot plan ({e}); launching unchecked (--force)"])
         return None, engine, cmd, None
+    except Exception as e:  # noqa: BLE001 - a kvplan bug must not keep a forced launch from starting
+        if not a.force:
+            raise
+        rep.preflight([f"preflight: internal error ({type(e).__name__}: {e}); launching unchecked (--force)"])
+        return None, engine, cmd, None
     lines = [f"preflight (kvplan check): {res.verdict.upper()} · {res.plan.engine} {res.plan.engine_version}"]
     lines += [f"  {f.severity} [{f.id}] {f.message}" for f in res.findings if f.severity in ("error", "warning")]
     if res.exit_code and not a.force:
