@@ -96,11 +96,16 @@ def _why(e: BaseException) -> str:
     return type(e).__name__ + (f" ({why})" if why else "")
 
 
-def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Getter) -> Any:
+def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Getter, until: float,
+              clock: Callable[[], float]) -> Any:
     for p in paths:
         parts: list[bytes] = []
+        left = until - clock()
+        if left <= 0:
+            view.note(f"GET {p}: skipped (the {TIMEOUT_S:g} s for the server's info are over)")
+            continue
         try:
-            resp = get(base + p, parts.append, TIMEOUT_S, MAX_JSON_BYTES)
+            resp = get(base + p, parts.append, min(TIMEOUT_S, left), MAX_JSON_BYTES)
             for n in resp.notes:
                 view.note(f"GET {p}: {n}")
             if resp.truncated:
@@ -174,9 +179,9 @@ def _sample(view: ServerView, prev: Scrape | None, cur: Scrape) -> Sample:
     return out
 
 
-def _scrape_once(base: str, view: ServerView, get: Getter) -> PageSummary:
+def _scrape_once(base: str, view: ServerView, get: Getter, deadline_s: float = TIMEOUT_S) -> PageSummary:
     page = PageSummary(WANTED, LABELLED)
-    resp = get(base + "/metrics", page.feed, TIMEOUT_S, MAX_SCRAPE_BYTES, True)
+    resp = get(base + "/metrics", page.feed, deadline_s, MAX_SCRAPE_BYTES, True)
     page.close()
     for n in resp.notes:
         view.note(f"GET /metrics: {n}")
@@ -195,15 +200,19 @@ def _scrape_once(base: str, view: ServerView, get: Getter) -> PageSummary:
 
 def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, get: Getter = http.get,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> ServerView:
-    """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES)."""
+    """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES).
+
+    Time bound, whatever the server does: the info endpoints share one TIMEOUT_S; the scrapes end by
+    window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S."""
     base = url.rstrip("/")
     view = ServerView(url=base)
-    info = _get_json(base, ("/get_server_info", "/server_info"), view, get)
+    info_until = clock() + TIMEOUT_S
+    info = _get_json(base, ("/get_server_info", "/server_info"), view, get, info_until, clock)
     if isinstance(info, dict):
         view.engine, view.server_info = "sglang", info
     elif info is not None:
         view.note("GET /get_server_info: not a JSON object: ignored")
-    models = _get_json(base, ("/v1/models",), view, get)
+    models = _get_json(base, ("/v1/models",), view, get, info_until, clock)
     if isinstance(models, dict) and isinstance(models.get("data"), list):
         view.models = [m for m in models["data"] if isinstance(m, dict)][:64]
     elif models is not None:
@@ -212,14 +221,15 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, ge
     step = interval_s or max(0.5, min(2.0, window_s / 5 or 0.5))
     n = min(MAX_SCRAPES, max(2, int(window_s / step) + 1))
     t0, prev = clock(), None
+    end = t0 + window_s + TIMEOUT_S
     for i in range(n):
-        if i and clock() - t0 > window_s + TIMEOUT_S:
-            view.note(f"GET /metrics: stopped after {view.n_scrapes} scrape(s): the window is over")
+        if i and clock() >= end - 0.05:
+            view.note(f"GET /metrics: stopped after {i} request(s): the window is over")
             break  # slow answers: the window bounds the whole diagnosis, not only each request
         if i:
-            sleep(max(0.0, t0 + i * step - clock()))
+            sleep(max(0.0, min(t0 + i * step, end) - clock()))
         try:
-            page = _scrape_once(base, view, get)
+            page = _scrape_once(base, view, get, max(0.05, min(TIMEOUT_S, end - clock())))
         except (http.HttpError, OSError) as e:
             view.note(f"GET /metrics: {_why(e)}")
             if i == 0 and not view.engine and not view.models:
