@@ -32,7 +32,8 @@ LOGS = sorted((DATA / "logs").glob("*.log"))
 
 HOSTILE_NUM = ["nan", "NaN", "inf", "-inf", "+Inf", "1e400", "-1e400", "1e308", "-1", "0", "-0", "0.0", "1e-320",
                "99999999999999999999999", "4294967296", "2147483648", "1.5", "0.93", "8", "1e8", "", " ", "0x10",
-               "1_000", "١٢", "8G", "8g", "-8G", "1e30G", "nanG", "abc", "--", "=", "True"]
+               "1_000", "١٢", "8G", "8g", "-8G", "1e30G", "nanG", "abc", "--", "=", "True", "9" * 400,
+               "0." + "9" * 400, "1" + "0" * 30]
 hostile_num = st.one_of(st.sampled_from(HOSTILE_NUM), st.integers(-(2**70), 2**70).map(str),
                         st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=6))
 SANE = ["1", "2", "4", "8", "0.5", "0.85", "0.9", "20", "100", "4096", "16", "8G", "32768", "auto", "fp8_e5m2"]

@@ -103,6 +103,13 @@ def _num(v: str) -> float | int | bool | None:
         return None
 
 
+def _sane(v: Any) -> bool:
+    """A printed number kvplan can compute with: finite, and an integer a float can hold (else left out)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return not isinstance(v, int) or isinstance(v, bool) or abs(v) < 2**53
+
+
 def _key_char(c: str) -> bool:
     return c.isalnum() or c in "_ -#/()."  # what \w matches in a str pattern, plus " -#/()."
 
@@ -152,7 +159,7 @@ def _stamp(line: str) -> tuple[float | None, str]:
 
 def _sglang(line: str, kind: str, pos: int) -> Sample:
     t, src = _stamp(line)
-    kv = {k: v for k, v in _pairs(line, pos).items() if not (isinstance(v, float) and not math.isfinite(v))}
+    kv = {k: v for k, v in _pairs(line, pos).items() if _sane(v)}
     s = Sample(kind=kind, fmt="sglang", t=t, source=src, raw=kv)
     s.running, s.queued = kv.get("#running-req"), kv.get("#queue-req")
     s.tokens = kv.get("#token", kv.get("#full token"))
@@ -176,7 +183,7 @@ def _vllm(line: str) -> Sample:
     t, _ = _stamp(line)
     eng = _ENGINE.search(line)
     vals = {k: rx.search(line) for k, rx in _V_RX.items()}
-    got = {k: float(m.group(1)) for k, m in vals.items() if m}
+    got = {k: v for k, m in vals.items() if m and math.isfinite(v := float(m.group(1)))}  # "9" * 400 is inf
     v0 = "swapped" in got or "pending" in got
     s = Sample(kind="stats", fmt="vllm-v0" if v0 else "vllm-v1", t=t,
                source=f"Engine {eng.group(1)}" if eng else "")
