@@ -56,8 +56,20 @@ def _zombie_children() -> list[int]:
     return out
 
 
+def _baseline_s(tmp_path) -> float:
+    """What one `kvplan launch -- true` takes on this machine now (interpreter start-up, preflight, namespace):
+    the time bound below is relative to it, so the test measures kvplan, not the machine's load."""
+    took = []
+    for i in range(3):
+        run = launch(tmp_path / f"base{i}", [], ["true"])
+        assert run.code == 0, run.err
+        took.append(run.ended - run.started)
+    return sorted(took)[1]
+
+
 @pytest.mark.slow
 def test_twenty_rounds_leak_nothing(tmp_path):
+    base = _baseline_s(tmp_path)
     t0, reasons, ids, pids, dirs = time.monotonic(), [], set(), set(), []
     for i in range(ROUNDS):
         for j, (reason, args, prog) in enumerate(CASES):
@@ -75,4 +87,6 @@ def test_twenty_rounds_leak_nothing(tmp_path):
     assert not [seg for d in dirs for seg in kvtest_segments(pids, d)]
     assert not list(tmp_path.glob("*/state/*.json")), "state files of finished launches must be removed"
     assert not _zombie_children()
-    assert took / (ROUNDS * len(CASES)) < 2.0, f"{took:.1f} s for {ROUNDS * len(CASES)} runs"
+    # each fault ends within ~1 s of its start (timeouts 0.3-0.4 s, grace 0.2-1 s) on top of a plain launch
+    assert took / (ROUNDS * len(CASES)) < max(2.0, base + 1.5), f"{took:.1f} s for {ROUNDS * len(CASES)} runs " \
+        f"(a plain launch: {base:.2f} s)"
