@@ -223,3 +223,15 @@ def test_http_proxy_is_not_used_for_loopback():
             assert http.is_loopback(host.strip("[]"))
     assert p.returncode == 0 and int(p.stdout.strip()) >= 2, p.stderr
     assert proxy_seen == []
+
+
+# ---------------------------------------------------------------------------------------------------- --log
+def test_unreadable_logs_exit_2(tmp_path):
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "binary.log").write_bytes(b"\x00\x01\x02garbage")
+    (tmp_path / "dir.log").mkdir()
+    for name in ("missing.log", "empty.log", "binary.log", "dir.log"):
+        p = subprocess.run([sys.executable, "-m", "kvplan", "diagnose", "--log", str(tmp_path / name)],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and p.stderr.startswith("kvplan: error:") and "Traceback" not in p.stderr, \
+            (name, p.returncode, p.stderr)
