@@ -18,7 +18,9 @@ def _options(kw: dict[str, Any]) -> PlanOptions:
     bad = set(kw) - names
     if bad:
         raise TypeError(f"unknown option(s): {', '.join(sorted(bad))}")
-    return PlanOptions(**{k: v for k, v in kw.items() if v is not None})
+    from kvplan.validate import plan_options
+
+    return PlanOptions(**{k: v for k, v in plan_options(kw).items() if v is not None})
 
 
 def with_model_notes(p):

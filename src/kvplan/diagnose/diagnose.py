@@ -8,6 +8,7 @@ server's own info. With both, the URL's samples make the window and the log adds
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,8 +58,9 @@ class DiagnoseResult:
 
 def _log_inputs(path: str) -> tuple[list[Sample], Any]:
     from kvplan.explain import parse_log
-    from kvplan.logs.reader import iter_lines
+    from kvplan.logs.reader import iter_lines, open_log
 
+    open_log(path)  # a missing, unreadable, non-regular, empty or binary file is an error (exit 2), not 0 samples
     samples = parse_samples(iter_lines(path))
     try:
         facts = parse_log(path)
@@ -85,34 +87,68 @@ def _engine_of(samples: list[Sample], facts: Any, view: ServerView | None, cmd: 
     return None
 
 
+def _int_field(view: ServerView, what: str, v: Any, lo: int = 1, hi: int = 1 << 40) -> int | None:
+    """A server-reported count: a whole number in [lo, hi] (numbers as JSON or as label strings); else None and an
+    "ignored" note."""
+    from kvplan import validate
+    from kvplan.errors import KvplanError
+
+    if v is None or v in ("None", ""):
+        return None
+    try:
+        return int(validate.number(what, v, lo=lo, hi=hi, integer=True))
+    except KvplanError:
+        view.ignored += 1
+        view.note(f"ignored sample: {what} = {str(v)[:40]!r}")
+        return None
+
+
 def _server_facts(view: ServerView) -> Any:
-    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way)."""
+    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way). Every value is
+    checked for its type and range; what does not fit is left out with a note."""
+    from kvplan import validate
+    from kvplan.errors import KvplanError
     from kvplan.logs.facts import LogFacts
+
+    def obj(v: Any) -> dict:
+        return v if isinstance(v, dict) else {}
+
+    def text(v: Any) -> str | None:
+        return v if isinstance(v, str) and v.strip() else None
 
     if view.engine == "sglang" and view.server_info:
         info = view.server_info
-        args = {k: v for k, v in info.items() if not isinstance(v, (dict, list))}
-        f = LogFacts(engine="sglang", args=args, model=info.get("model_path"), version=info.get("version"))
-        sched = info.get("scheduler_info") or {}
-        states = info.get("internal_states") or [{}]
-        mem = states[0].get("memory_usage", {}) if isinstance(states[0], dict) else {}
+        plain = {k: v for k, v in info.items() if isinstance(k, str) and (
+            isinstance(v, (str, bool)) or (isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**53))}
+        f = LogFacts(engine="sglang", args=plain, model=text(info.get("model_path")), version=text(info.get("version")))
+        sched = obj(info.get("scheduler_info"))
+        states = info.get("internal_states")
+        st0 = obj(states[0]) if isinstance(states, list) and states else {}
+        mem = obj(st0.get("memory_usage"))
         tokens = sched.get("max_total_num_tokens") or info.get("max_total_num_tokens") or mem.get("token_capacity")
-        f.kv_tokens = int(tokens) if tokens else None
-        mrr = states[0].get("effective_max_running_requests_per_dp") if isinstance(states[0], dict) else None
-        f.max_running_requests = int(mrr) if mrr else None
+        f.kv_tokens = _int_field(view, "max_total_num_tokens", tokens)
+        f.max_running_requests = _int_field(view, "effective_max_running_requests_per_dp",
+                                            st0.get("effective_max_running_requests_per_dp"), hi=1 << 31)
         return f
     if view.engine == "vllm":
         cc, card = view.cache_config, (view.models[0] if view.models else {})
-        args: dict[str, Any] = {"model": card.get("root") or card.get("id"), "max_model_len": card.get("max_model_len")}
-        for label, key in (("block_size", "block_size"), ("gpu_memory_utilization", "gpu_memory_utilization"),
-                           ("kv_cache_memory_bytes", "kv_cache_memory_bytes")):
-            if cc.get(label) not in (None, "None", ""):
-                args[key] = int(float(cc[label])) if key != "gpu_memory_utilization" else float(cc[label])
-        if cc.get("cache_dtype") not in (None, "auto"):
+        model = text(card.get("root")) or text(card.get("id"))
+        args: dict[str, Any] = {"model": model,
+                                "max_model_len": _int_field(view, "max_model_len", card.get("max_model_len"),
+                                                            hi=1 << 31)}
+        for label in ("block_size", "kv_cache_memory_bytes"):
+            args[label] = _int_field(view, f"cache_config_info {label}", cc.get(label), hi=(1 << 60) - 1)
+        gmu = cc.get("gpu_memory_utilization")
+        if gmu not in (None, "None", ""):
+            try:
+                args["gpu_memory_utilization"] = validate.fraction("cache_config_info gpu_memory_utilization", gmu)
+            except KvplanError:
+                view.ignored += 1
+                view.note(f"ignored sample: cache_config_info gpu_memory_utilization = {str(gmu)[:40]!r}")
+        if cc.get("cache_dtype") not in (None, "auto") and text(cc.get("cache_dtype")):
             args["kv_cache_dtype"] = cc["cache_dtype"]
-        f = LogFacts(engine="vllm", args={k: v for k, v in args.items() if v is not None}, model=args["model"])
-        tokens = cc.get("kv_cache_size_tokens")
-        f.kv_tokens = int(float(tokens)) if tokens not in (None, "None") else None
+        f = LogFacts(engine="vllm", args={k: v for k, v in args.items() if v is not None}, model=model)
+        f.kv_tokens = _int_field(view, "cache_config_info kv_cache_size_tokens", cc.get("kv_cache_size_tokens"))
         return f
     return None
 
@@ -122,22 +158,25 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``."""
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
-    if window_s is not None and window_s <= 0:
-        raise KvplanError(f"--window must be > 0 seconds, got {window_s}")
+    from kvplan import validate
+
+    if window_s is not None:
+        window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
+    options = validate.plan_options(options)
     user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
     view = scrape(url, window_s or URL_WINDOW_S) if url else None
     engine = _engine_of(log_samples, facts, view, user_cmd)
+    srv = _server_facts(view) if view is not None else None
     notes: list[str] = []
     if view is not None:
-        notes.extend(f"{url}: {e}" for e in view.errors[:10])
+        notes.extend(f"{url}: {e}" for e in view.errors[:20])
     live = [s for s in (view.samples if view else []) if s.kind == "metrics"]
     if live:
         w = build(live, engine)
         w.preemptions += sum(s.preemptions or 0 for s in log_samples[-50:] if s.kind == "preempt") if log else 0
     else:
         w = build(log_samples, engine, window_s or LOG_WINDOW_S)
-    srv = _server_facts(view) if view is not None else None
     from kvplan.diagnose.context import plan_context
 
     ctx = plan_context(engine, facts, srv, user_cmd, options, url)

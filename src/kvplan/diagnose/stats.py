@@ -17,6 +17,7 @@ reqs, GPU KV cache usage: X%, CPU KV cache usage: Y%" (CPU = swap space); partia
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-_PAIR = re.compile(r"([#A-Za-z][\w \-#/().]*?): (-?\d+(?:\.\d+)?%?|True|False|nan|inf)(?=,|\s|$)")
+_VALUE = re.compile(r"-?\d+(?:\.\d+)?%?|True|False|nan|inf")
 _STAMP = re.compile(r"\[(?:(\d{4}-\d\d-\d\d) )?(\d\d:\d\d:\d\d)(?:[.,]\d+)?((?: [A-Z_]+\d+)*)[^\]]*\]")
 _VLLM_STAMP = re.compile(r"(?:INFO|WARNING|WARN|DEBUG|ERROR) (\d\d-\d\d) (\d\d:\d\d:\d\d)")
 _ENGINE = re.compile(r"Engine (\d+):")
@@ -32,7 +33,7 @@ _RANKS = re.compile(r"\b(?:DP|TP|PP|EP)\d+\b")
 _V_NUM = {"prompt_tps": r"Avg prompt throughput: ([\d.]+)", "gen_tps": r"Avg generation throughput: ([\d.]+)",
           "running": r"Running: (\d+) reqs", "waiting": r"Waiting: (\d+) reqs", "swapped": r"Swapped: (\d+) reqs",
           "pending": r"Pending: (\d+) reqs", "preemptions": r"Preemptions: (\d+)",
-          "usage_pct": r"(?:GPU|CPU|XPU|NPU|TPU|HPU|\w+) KV cache usage: ([\d.]+)%",
+          "usage_pct": r"\b\w+ KV cache usage: ([\d.]+)%",  # \b: one start per word (linear)
           "prefix_hit_pct": r"(?<!External )Prefix cache hit rate: ([\d.]+)%",
           "external_hit_pct": r"External prefix cache hit rate: ([\d.]+)%"}
 _V_RX = {k: re.compile(v) for k, v in _V_NUM.items()}
@@ -102,6 +103,42 @@ def _num(v: str) -> float | int | bool | None:
         return None
 
 
+def _sane(v: Any) -> bool:
+    """A printed number kvplan can compute with: finite, and an integer a float can hold (else left out)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return not isinstance(v, int) or isinstance(v, bool) or abs(v) < 2**53
+
+
+def _key_char(c: str) -> bool:
+    return c.isalnum() or c in "_ -#/()."  # what \w matches in a str pattern, plus " -#/()."
+
+
+def _pairs(line: str, pos: int) -> dict[str, Any]:
+    """SGLang's ``key: value`` pairs after *pos*: a key of ``[#A-Za-z][\\w -#/().]*`` right before ``": "``, a value
+    (``-?\\d+(.\\d+)?%?``, True, False, nan, inf) up to the next comma or blank. One pass over the line (the regex
+    this replaces backtracked: a 32k-character line took seconds)."""
+    out: dict[str, Any] = {}
+    n, start = len(line), pos
+    i = line.find(": ", pos)
+    while i >= 0:
+        k = j = i + 2
+        while k < n and line[k] != "," and not line[k].isspace():
+            k += 1
+        b = i
+        while b > start and _key_char(line[b - 1]):
+            b -= 1
+        while b < i and not (line[b] == "#" or ("a" <= line[b] <= "z") or ("A" <= line[b] <= "Z")):
+            b += 1
+        if b < i and _VALUE.fullmatch(line, j, k):
+            out[line[b:i].strip()] = _num(line[j:k])
+            start = k
+            i = line.find(": ", k)
+        else:
+            i = line.find(": ", i + 1)
+    return out
+
+
 def _stamp(line: str) -> tuple[float | None, str]:
     m = _STAMP.search(line, 0, 300)
     if m:
@@ -122,7 +159,7 @@ def _stamp(line: str) -> tuple[float | None, str]:
 
 def _sglang(line: str, kind: str, pos: int) -> Sample:
     t, src = _stamp(line)
-    kv = {k.strip(): _num(v) for k, v in _PAIR.findall(line, pos)}
+    kv = {k: v for k, v in _pairs(line, pos).items() if _sane(v)}
     s = Sample(kind=kind, fmt="sglang", t=t, source=src, raw=kv)
     s.running, s.queued = kv.get("#running-req"), kv.get("#queue-req")
     s.tokens = kv.get("#token", kv.get("#full token"))
@@ -146,7 +183,7 @@ def _vllm(line: str) -> Sample:
     t, _ = _stamp(line)
     eng = _ENGINE.search(line)
     vals = {k: rx.search(line) for k, rx in _V_RX.items()}
-    got = {k: float(m.group(1)) for k, m in vals.items() if m}
+    got = {k: v for k, m in vals.items() if m and math.isfinite(v := float(m.group(1)))}  # "9" * 400 is inf
     v0 = "swapped" in got or "pending" in got
     s = Sample(kind="stats", fmt="vllm-v0" if v0 else "vllm-v1", t=t,
                source=f"Engine {eng.group(1)}" if eng else "")

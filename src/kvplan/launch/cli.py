@@ -4,6 +4,8 @@ commands (the CLI must start fast).
 Exit codes of ``launch``: the server's own when it exits by itself (128+N for signal N), 3 when kvplan aborted it,
 0 after a clean stop on request, 1 when the preflight refuses (an error finding, no ``--force``), 2 bad input,
 4 when something could not be stopped (run ``kvplan cleanup``), 127 when the command cannot be started.
+Exit codes of ``cleanup``: 0 nothing left (or nothing found, or ``--dry-run``), 1 declined or something could not be
+stopped or removed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -46,15 +48,17 @@ def add_parsers(sub) -> None:
     w.add_argument("--log", help="the server's stdout+stderr (default: ~/.cache/kvplan/launches/<id>.log)")
     w.add_argument("--force", action="store_true", help="launch even when the preflight finds errors")
     w.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
-    c = sub.add_parser("cleanup", help="stop what earlier launches left: processes, GPU holders, /dev/shm segments",
-                       description="Find processes of earlier kvplan launches (state files, the KVPLAN_LAUNCH_ID "
-                       "marker), orphaned engine ranks (also those holding GPU memory), and stale engine /dev/shm "
-                       "segments; remove them after confirmation. Processes that cannot be tied to an engine launch "
-                       "are never touched.")
+    c = sub.add_parser("cleanup", help="stop what your earlier kvplan launches left (processes, /dev/shm segments)",
+                       description="For each launch state file of yours whose kvplan is gone: stop the processes "
+                       "that prove to be the launch's (its secret in their environment, recorded pid and start time, "
+                       "your uid) and remove the /dev/shm segments it recorded (same inode, yours, unused), after "
+                       "confirmation. Launches whose kvplan runs, in any visible PID namespace, are left alone. "
+                       "Orphaned engine ranks, GPU holders and other leftovers are only reported.")
     c.add_argument("--yes", "-y", action="store_true", help="do not ask")
-    c.add_argument("--dry-run", action="store_true", help="only list")
+    c.add_argument("--dry-run", action="store_true", help="only list what would be stopped or removed")
     c.add_argument("--min-age", type=float, default=60.0,
-                   help="/dev/shm segments not tied to a launch must be unused and this many seconds old (default 60)")
+                   help="report engine-looking /dev/shm files no launch recorded once unused this many seconds "
+                   "(default 60; they are never removed)")
 
 
 def _split_env(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -95,6 +99,11 @@ def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, 
             return None, engine, cmd, 2
         rep.preflight([f"preflight: cannot plan ({e}); launching unchecked (--force)"])
         return None, engine, cmd, None
+    except Exception as e:  # noqa: BLE001 - a kvplan bug must not keep a forced launch from starting
+        if not a.force:
+            raise
+        rep.preflight([f"preflight: internal error ({type(e).__name__}: {e}); launching unchecked (--force)"])
+        return None, engine, cmd, None
     lines = [f"preflight (kvplan check): {res.verdict.upper()} · {res.plan.engine} {res.plan.engine_version}"]
     lines += [f"  {f.severity} [{f.id}] {f.message}" for f in res.findings if f.severity in ("error", "warning")]
     if res.exit_code and not a.force:
@@ -112,6 +121,45 @@ def _preflight(a, command: list[str], rep) -> tuple[object, str | None, object, 
     return res, engine, cmd, None
 
 
+def _check_options(a: argparse.Namespace) -> None:
+    """The watchdog's numbers through kvplan.validate (finite, in range)."""
+    from kvplan import validate
+
+    for name in ("host_reserve_gib", "host_budget_gib"):
+        if getattr(a, name) is not None:
+            setattr(a, name, validate.gib("--" + name.replace("_", "-"), getattr(a, name)))
+    a.gpu_reserve_mib = validate.count("--gpu-reserve-mib", a.gpu_reserve_mib, 0, (validate.MAX_BYTES >> 20) - 1)
+    for name in ("stall_timeout", "ready_timeout", "grace", "stop_grace"):
+        if getattr(a, name) is not None:
+            setattr(a, name, validate.seconds("--" + name.replace("_", "-"), getattr(a, name)))
+
+
+def _check_output(path: str, flag: str) -> None:
+    """--log / --events: a regular file (created 0600 when new); a FIFO or a device would hang or lie."""
+    import os
+    import stat
+
+    from kvplan.errors import KvplanError
+    from kvplan.launch.state import open_private
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None
+    try:
+        fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, follow=True)
+    except OSError as e:
+        raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
+    finally:
+        os.close(fd)
+
+
 def run_launch(a: argparse.Namespace, command: list[str]) -> int:
     from kvplan.engines.cmdline import tokenize
     from kvplan.errors import KvplanError
@@ -124,6 +172,7 @@ def run_launch(a: argparse.Namespace, command: list[str]) -> int:
 
     if not command:
         raise KvplanError("give the launch command after --", "e.g. kvplan launch -- vllm serve MODEL --port 8000")
+    _check_options(a)
     tokens = tokenize(command)
     env, argv = _split_env(tokens)
     if not argv:
@@ -148,11 +197,8 @@ def run_launch(a: argparse.Namespace, command: list[str]) -> int:
     launch_id = procs.new_launch_id()
     log = a.log or str(state.ensure_dir() / f"{launch_id}.log")
     for path, flag in ((log, "--log"), (a.events, "--events")):
-        try:
-            if path:
-                open(path, "ab").close()
-        except OSError as e:
-            raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable path") from None
+        if path:
+            _check_output(path, flag)
     cfg = LaunchConfig(argv=argv, env=env, engine=engine, health_urls=urls, limits=limits, log_path=log,
                        events_path=a.events, grace=a.grace, stop_grace=a.stop_grace, launch_id=launch_id)
     events = EventLog(a.events, stream=sys.stdout if a.json else None)
@@ -165,6 +211,8 @@ def run_launch(a: argparse.Namespace, command: list[str]) -> int:
 
 
 def run_cleanup(a: argparse.Namespace) -> int:
+    from kvplan import validate
     from kvplan.launch.cleanup import run
 
+    a.min_age = validate.seconds("--min-age", a.min_age)
     return run(yes=a.yes, dry_run=a.dry_run, min_age=a.min_age)

@@ -65,6 +65,8 @@ def derived_max_len(c: dict[str, Any]) -> int | None:
         length *= factor
     return int(length)
 
+CONFIG_MAX_BYTES = 16 << 20  # the largest real config.json files are ~100 KB
+
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
 # transformers' Qwen2/Qwen3 configs drop sliding_window unless use_sliding_window is set
 QWEN_GATED_SWA = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next")
@@ -157,7 +159,7 @@ def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> 
     """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError."""
     try:
         return _spec_from_config(cfg, name, **extra)
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as e:
+    except (TypeError, ValueError, AttributeError, ArithmeticError, IndexError, RecursionError) as e:
         if isinstance(e, KvplanError):
             raise
         raise KvplanError(f"{name}: config.json has a field of the wrong type or value ({e})",
@@ -191,6 +193,9 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
     model_type = str(c.get("model_type") or top.get("model_type") or "")
     for k, v in HF_DEFAULTS.get(model_type, {}).items():
         c.setdefault(k, v)
+    from kvplan.models.config_checks import check_config_numbers, check_context_len
+
+    check_config_numbers(c, top, family, name)
     n = _req(c, "num_hidden_layers", name)
     hidden = _req(c, "hidden_size", name)
     heads = _req(c, "num_attention_heads", name)
@@ -212,6 +217,7 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         kv_algo = "FP8"  # compressed-tensors / modelopt checkpoints declare an fp8 KV cache this way
     vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else None
     ctx = derived_max_len(c) or derived_max_len(top) or 2048  # engines assume 2048 when no key says (vLLM warns)
+    check_context_len(ctx, name)
     common = dict(
         name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden,
         vocab_size=_req(c, "vocab_size", name), num_attention_heads=heads, context_len=ctx, dtype=dtype,
@@ -265,8 +271,12 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not p.is_file():
         raise KvplanError(f"no config.json at {p}", "pass a config.json file or a checkpoint directory")
     try:
+        if p.stat().st_size > CONFIG_MAX_BYTES:
+            raise KvplanError(f"{p}: {p.stat().st_size:,} bytes is not a config.json", "pass the model's config.json")
         text = p.read_text(encoding="utf-8")
         cfg = json.loads(text)
+    except RecursionError:
+        raise KvplanError(f"{p}: JSON nested too deeply to be a config.json") from None
     except UnicodeDecodeError as e:
         raise KvplanError(f"{p}: not a text file ({e.reason})") from None
     except json.JSONDecodeError as e:
