@@ -73,9 +73,9 @@ def test_fidelity_cases_reproduce_the_log(case_id, corpus):
     case = next(c for c in corpus_jsonl("cases.jsonl") if c["id"] == case_id)
     row = fidelity.run_case(case, corpus)
     assert row["error_pct"] is not None and not row.get("estimated"), row["reason"]
-    m = fidelity.VERSION_RE.search(str(case.get("engine_version") or ""))
-    res = explain(str(corpus / case["raw_file"]), fidelity._command(case), **fidelity._gpu(case), host_mem_gib=2048.0,
-                  **({"engine_version": m.group(1)} if m else {}))
+    version = fidelity.engine_version(case)  # benchmarks/corpus.py, shared with benchmarks/preflight.py
+    res = explain(str(corpus / case["raw_file"]), fidelity.case_command(case), **fidelity.gpu_option(case),
+                  host_mem_gib=2048.0, **({"engine_version": version} if version else {}))
     counts = [c for c in res.comparisons if c.field in ("kv_tokens", "kv_blocks")]
     assert counts and all(c.ok for c in counts), [c.to_dict() for c in counts]
 

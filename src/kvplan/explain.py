@@ -78,7 +78,8 @@ class ExplainResult:
                 "comparisons": [c.to_dict() for c in self.comparisons], "missing": self.missing,
                 "unsupported": self.unsupported,
                 "findings": [f.to_dict() for f in self.check.findings] if self.check else [],
-                "lines_read": self.facts.lines_read, "lines_matched": self.facts.lines_matched}
+                "lines_read": self.facts.lines_read, "lines_matched": self.facts.lines_matched,
+                "plan": self.check.to_dict() if self.check else None}  # the rebuilt launch, as check --json
 
 
 def _detect(lines: Iterator[str]) -> tuple[Engine, list[str]]:

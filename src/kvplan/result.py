@@ -143,9 +143,10 @@ class ModelSummary:
     context_len: int
     weight_bytes: int | None  # the whole checkpoint
     source: str | None
+    notes: tuple[str, ...] = ()  # what kvplan assumed about the model (catalog resolution, architecture fallback)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)

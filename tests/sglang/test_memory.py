@@ -162,4 +162,4 @@ def test_kv_pool_empty():
 
 def test_unknown_version_is_refused():
     with pytest.raises(KvplanError, match="outside what kvplan has read"):
-        plan("meta-llama/Llama-3.1-8B-Instruct", version="0.3.0")
+        plan("meta-llama/Llama-3.1-8B-Instruct", version="0.2.15")

@@ -19,19 +19,25 @@ INCIDENT_OPTS = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "host_me
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    from kvplan.cli.options import add_plan_options, json_option
+    from kvplan.cli.options import add_plan_options, html_option, json_option
 
     c = sub.add_parser("check", help="preflight a real launch command: kvplan check [options] -- <command>",
                        description="Plan a launch command and report findings. Put the command after --.")
-    json_option(add_plan_options(c))
+    g = add_plan_options(c)
+    json_option(g)
+    html_option(g)
     c.add_argument("--example", action="store_true",
                    help="check the built-in example (the Kimi-K2.5 HiCache incident: TP8, 300 GB per rank)")
     return c
 
 
-def emit(result: CheckResult, as_json: bool) -> int:
-    """Print the result (JSON or the Rich report) and return its exit code."""
-    if as_json:
+def emit(result: CheckResult, a: argparse.Namespace) -> int:
+    """Write the HTML report when --html was given, print the result (JSON or the Rich report) and return its exit
+    code."""
+    from kvplan.report.html import cli as html_cli
+
+    html_cli.emit(a.cmd, a, result.to_dict())
+    if a.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         from kvplan.report.human import render
@@ -53,4 +59,4 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     if not command:
         parser.error("give the launch command after --, e.g. kvplan check --gpu h100 -- python -m "
                      "sglang.launch_server --model-path Qwen/Qwen3-8B (or try --example)")
-    return emit(api.check(command, **opts), a.json)
+    return emit(api.check(command, **opts), a)

@@ -17,7 +17,7 @@ HELP = "name a running server's bottleneck and price the levers: kvplan diagnose
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    from kvplan.cli.options import add_plan_options, json_option
+    from kvplan.cli.options import add_plan_options, html_option, json_option
 
     p = subparsers.add_parser(
         "diagnose", help=HELP,
@@ -35,6 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "avg_tokens": "tokens per request for 'requests that fit' (default: the in-flight size observed)",
         "free_gib": "free GPU memory per rank before weights (default: the log's)"})
     json_option(p, "print one JSON object")
+    html_option(p)
     return p
 
 
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
     from kvplan.cli.options import plan_options
     from kvplan.diagnose.diagnose import diagnose
     from kvplan.errors import KvplanError
+    from kvplan.report.html import cli as html_cli
 
     if not args.url and not args.log:
         raise KvplanError("kvplan diagnose needs --log FILE and/or --url URL")
@@ -52,6 +54,7 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
     opts = plan_options(args)
     res = diagnose(url=args.url, log=args.log, window_s=args.window, launch_command=cmd,
                    **{k: v for k, v in opts.items() if v is not None})
+    html_cli.emit("diagnose", args, res.to_dict())
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:

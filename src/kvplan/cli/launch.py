@@ -90,6 +90,11 @@ def _preflight(a: argparse.Namespace, command: list[str],
             return None, engine, cmd, 2
         rep.preflight([f"preflight: cannot plan ({e}); launching unchecked (--force)"])
         return None, engine, cmd, None
+    except Exception as e:  # noqa: BLE001 - a kvplan bug must not keep a forced launch from starting
+        if not a.force:
+            raise
+        rep.preflight([f"preflight: internal error ({type(e).__name__}: {e}); launching unchecked (--force)"])
+        return None, engine, cmd, None
     lines = [f"preflight (kvplan check): {res.verdict.upper()} · {res.plan.engine} {res.plan.engine_version}"]
     lines += [f"  {f.severity} [{f.id}] {f.message}" for f in res.findings if f.severity in ("error", "warning")]
     if res.exit_code and not a.force:
@@ -107,6 +112,45 @@ def _preflight(a: argparse.Namespace, command: list[str],
     return res, engine, cmd, None
 
 
+def _check_options(a: argparse.Namespace) -> None:
+    """The watchdog's numbers through kvplan.validate (finite, in range)."""
+    from kvplan import validate
+
+    for name in ("host_reserve_gib", "host_budget_gib"):
+        if getattr(a, name) is not None:
+            setattr(a, name, validate.gib("--" + name.replace("_", "-"), getattr(a, name)))
+    a.gpu_reserve_mib = validate.count("--gpu-reserve-mib", a.gpu_reserve_mib, 0, (validate.MAX_BYTES >> 20) - 1)
+    for name in ("stall_timeout", "ready_timeout", "grace", "stop_grace"):
+        if getattr(a, name) is not None:
+            setattr(a, name, validate.seconds("--" + name.replace("_", "-"), getattr(a, name)))
+
+
+def _check_output(path: str, flag: str) -> None:
+    """--log / --events: a regular file (created 0600 when new); a FIFO or a device would hang or lie."""
+    import os
+    import stat
+
+    from kvplan.errors import KvplanError
+    from kvplan.launch.state import open_private
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None
+    try:
+        fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, follow=True)
+    except OSError as e:
+        raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable regular file") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
+    finally:
+        os.close(fd)
+
+
 def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentParser | None = None) -> int:
     from kvplan.engines.cmdline import tokenize
     from kvplan.errors import KvplanError
@@ -119,6 +163,7 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
 
     if not command:
         raise KvplanError("give the launch command after --", "e.g. kvplan launch -- vllm serve MODEL --port 8000")
+    _check_options(a)
     tokens = tokenize(command)
     env, argv = _split_env(tokens)
     if not argv:
@@ -143,11 +188,8 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     launch_id = procs.new_launch_id()
     log = a.log or str(state.ensure_dir() / f"{launch_id}.log")
     for path, flag in ((log, "--log"), (a.events, "--events")):
-        try:
-            if path:
-                open(path, "ab").close()
-        except OSError as e:
-            raise KvplanError(f"cannot write {path}: {e.strerror}", f"give {flag} a writable path") from None
+        if path:
+            _check_output(path, flag)
     cfg = LaunchConfig(argv=argv, env=env, engine=engine, health_urls=urls, limits=limits, log_path=log,
                        events_path=a.events, grace=a.grace, stop_grace=a.stop_grace, launch_id=launch_id)
     events = EventLog(a.events, stream=sys.stdout if a.json else None)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup")
+SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup", "serve")
 
 
 def build_parser(only: Sequence[str] = SUBCOMMANDS) -> argparse.ArgumentParser:
@@ -41,6 +41,9 @@ def _run(argv: list[str]) -> int:
     if a.cmd is None:
         parser.print_help()
         return 2
+    from kvplan.report.html.cli import precheck
+
+    precheck(a)  # --html without jinja2: one line before any work
     code: int = importlib.import_module(f"kvplan.cli.{a.cmd}").run(a, command, parser)
     return code
 

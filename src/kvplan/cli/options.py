@@ -44,3 +44,10 @@ def plan_options(args: argparse.Namespace) -> dict[str, Any]:
 def json_option(group: argparse._ArgumentGroup | argparse.ArgumentParser,
                 help: str = "print one JSON object (stable schema)") -> None:  # noqa: A002 - argparse's name
     group.add_argument("--json", action="store_true", help=help)
+
+
+def html_option(group: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """``--html FILE``: also write the self-contained HTML report (kvplan.report.html)."""
+    from kvplan.report.html.cli import add_html_option
+
+    add_html_option(group)

@@ -10,10 +10,12 @@ SETTINGS = ("mem_fraction_static", "kv_cache_dtype", "context_length", "max_runn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    from kvplan.cli.options import add_plan_options, json_option
+    from kvplan.cli.options import add_plan_options, html_option, json_option
 
     pl = sub.add_parser("plan", help="the same plan from plain options (no launch command)")
-    json_option(add_plan_options(pl))
+    g = add_plan_options(pl)
+    json_option(g)
+    html_option(g)
     pl.add_argument("--engine", help="engine (default: sglang; kvplan check takes any engine's command)")
     pl.add_argument("--model", required=True, help="HF repo id, local checkpoint, or catalog alias")
     pl.add_argument("--tp", type=int, default=1)
@@ -41,4 +43,4 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     engine = a.engine or DEFAULT_ENGINE
     extra = get_engine(engine).plan_flags({k: getattr(a, k) for k in SETTINGS})
     return emit(api.plan(a.model, engine=engine, tp=a.tp, dp=a.dp, pp=a.pp, extra_args=extra, **plan_options(a)),
-                a.json)
+                a)

@@ -16,6 +16,7 @@ from typing import Any
 from kvplan.diagnose.levers import Lever, Pricing, price
 from kvplan.diagnose.metrics import ServerView, observed_avg_request, scrape
 from kvplan.diagnose.rules import RuleContext, Verdict, classify
+from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import Window, build, in_flight_tokens
 from kvplan.errors import KvplanError
@@ -52,13 +53,14 @@ class DiagnoseResult:
                 "secondary": [{"id": s.id, "cause": s.cause, "evidence": list(s.evidence)} for s in self.verdicts[1:]],
                 "observed": self.observed, "levers": [lv.to_dict() for lv in self.levers],
                 "command": self.command, "command_source": self.command_source, "sources": self.sources,
-                "notes": self.notes}
+                "notes": self.notes, "series": window_series(self.window)}
 
 
 def _log_inputs(path: str) -> tuple[list[Sample], LogFacts | None]:
     from kvplan.explain import parse_log
-    from kvplan.logs.reader import iter_lines
+    from kvplan.logs.reader import iter_lines, open_log
 
+    open_log(path)  # a missing, unreadable, non-regular, empty or binary file is an error (exit 2), not 0 samples
     samples = parse_samples(iter_lines(path))
     try:
         facts = parse_log(path)
@@ -93,12 +95,18 @@ def _engine_of(samples: list[Sample], facts: LogFacts | None, view: ServerView |
 
 
 def _server_facts(view: ServerView) -> LogFacts | None:
-    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way)."""
+    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way). The engine checks
+    every value for its type and range; what does not fit is left out with a note."""
     from kvplan.engines import get_engine
 
     if not view.engine:
         return None
-    return get_engine(view.engine).server_facts(view.server_info, view.cache_config, view.models)
+    ignored: list[str] = []
+    facts = get_engine(view.engine).server_facts(view.server_info, view.cache_config, view.models, ignored)
+    for note in ignored:
+        view.ignored += 1
+        view.note(note)
+    return facts
 
 
 def diagnose(url: str | None = None, log: str | None = None, window_s: float | None = None,
@@ -106,22 +114,25 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``."""
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
-    if window_s is not None and window_s <= 0:
-        raise KvplanError(f"--window must be > 0 seconds, got {window_s}")
+    from kvplan import validate
+
+    if window_s is not None:
+        window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
+    options = validate.plan_options(options)
     user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
     view = scrape(url, window_s or URL_WINDOW_S) if url else None
     engine = _engine_of(log_samples, facts, view, user_cmd)
+    srv = _server_facts(view) if view is not None else None
     notes: list[str] = []
     if view is not None:
-        notes.extend(f"{url}: {e}" for e in view.errors[:10])
+        notes.extend(f"{url}: {e}" for e in view.errors[:20])
     live = [s for s in (view.samples if view else []) if s.kind == "metrics"]
     if live:
         w = build(live, engine)
         w.preemptions += sum(s.preemptions or 0 for s in log_samples[-50:] if s.kind == "preempt") if log else 0
     else:
         w = build(log_samples, engine, window_s or LOG_WINDOW_S)
-    srv = _server_facts(view) if view is not None else None
     from kvplan.diagnose.context import plan_context
 
     ctx = plan_context(engine, facts, srv, user_cmd, options, url)

@@ -21,12 +21,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from kvplan.engines.cmdline import LaunchCommand, flags_from_values
+from kvplan.errors import KvplanError
 from kvplan.result import Finding, Plan
 from kvplan.units import fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
-    from kvplan.engines.results import Comparison, MetricNames, ServingDialect, StartupDialect
+    from kvplan.engines.results import Comparison, MetricNames, ServingDialect, SliderView, StartupDialect
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -84,6 +85,11 @@ class Engine(ABC):
     def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes: Any) -> Plan:
         """The same launch with some parsed-args fields changed: levers and what-ifs are Plans, not formulas."""
         return self.plan(cmd, options, replace(self.parse(cmd), **changes))
+
+    def default_version(self) -> tuple[str, str]:
+        """(version, where it came from) when no --engine-version is given: the installed engine, else the newest
+        release read."""
+        return self.newest_version, "newest known (pass --engine-version)"
 
     @abstractmethod
     def flag_table(self) -> Sequence[Any]:
@@ -177,9 +183,10 @@ class Engine(ABC):
     metrics: ClassVar[MetricNames | None] = None
 
     def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
-                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
+                     models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
         """What a running server's endpoints said, as LogFacts (so its launch is rebuilt like a log's): its info
-        endpoint's JSON, its config-info metric labels, the /v1/models cards."""
+        endpoint's JSON, its config-info metric labels, the /v1/models cards. Each value is checked for its type
+        and range (kvplan.engines.reported); what does not fit is left out and named in ``ignored``."""
         return None
 
     def running_cap(self, plan: Plan) -> int | None:
@@ -220,8 +227,35 @@ class Engine(ABC):
         return None
 
     def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
-        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None: not given)."""
-        return flags_from_values(values.items(), self.flag_table())
+        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None: not given).
+        Integral numbers are written as integers: an engine's ``type=int`` flag refuses ``100.0``."""
+        given = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()}
+        return flags_from_values(given.items(), self.flag_table())
+
+    def launch_model(self, cmd: LaunchCommand) -> str | None:
+        """The model the launch names (its model flag or positional), as given; None when it names none."""
+        return None
+
+    # ---- the planning page (kvplan serve) ----
+    def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
+        """The page's sliders (``engines.results.SLIDER_NAMES``: fraction, host_kv, ...) as this engine's flags, in
+        ``rewrite``'s language ("" sets a boolean, None removes); KvplanError for a slider it has no flag for."""
+        if sliders:
+            raise KvplanError(f"{self.display_name} has no flags for the page's sliders ({', '.join(sliders)})",
+                              "put the flags in the launch command")
+        return {}
+
+    def slider_view(self, plan: Plan) -> SliderView:
+        """What the page's sliders show for ``plan`` (values, labels naming the flags, the sliders that are off)."""
+        from kvplan.engines.results import SLIDER_NAMES, SliderView
+
+        return SliderView({}, {}, SLIDER_NAMES)
+
+    # ---- the GPU at start-up ----
+    def startup_free_bytes(self, gpu_total_bytes: int) -> int | None:
+        """GPU memory free per rank when the engine checks its request at start-up, on a GPU of ``gpu_total_bytes``
+        (nvidia-smi memory.total); None when the engine makes no such check."""
+        return None
 
     # ---- findings ----
     def finding_rules(self) -> list[tuple[int, FindingRule]]:

@@ -185,6 +185,10 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
     """
     by_name = {n: f for f in flags for n in (f.name, *f.aliases)}
     canon = {f.key: f for f in flags}
+    # flags kvplan does not model are matched as written (a misspelt or removed flag the engine would reject)
+    literal = {k: v for k, v in changes.items() if k.startswith("-") and k not in by_name
+               and any(t == k or t.startswith(k + "=") for t in cmd.args)}
+    changes = {k: v for k, v in changes.items() if k not in literal}
     want = {by_name[k].key if k in by_name else k: v for k, v in changes.items()}
     prefix = list(cmd.argv[: len(cmd.argv) - len(cmd.args)])
     out: list[str] = []
@@ -194,6 +198,9 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
     while i < len(args):
         tok = args[i]
         name, eq, _ = tok.partition("=")
+        if name in literal:
+            i += _rewrite_literal(args, i, literal[name], out)
+            continue
         f = by_name.get(name) or by_name.get(name.replace("_", "-"))
         if f is None or f.key not in want:
             out.append(tok)
@@ -212,3 +219,24 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
         flag = f.name if f else key
         out.extend([flag] if (f and f.kind == "bool") or new == "" else [flag, new])
     return prefix + out
+
+
+def _rewrite_literal(args: list[str], i: int, new: str | None, out: list[str]) -> int:
+    """Rewrite the flag at args[i] as written; returns the tokens consumed. ``new``: None drops the flag and
+    its value (the next token when it is not a flag), "--other" renames it in place keeping its value, "" drops
+    an inline ``=value``, anything else replaces the value."""
+    name, eq, inline = args[i].partition("=")
+    has_next = not eq and i + 1 < len(args) and not args[i + 1].startswith("-")
+    if new is None:
+        return 2 if has_next else 1
+    if new.startswith("-"):
+        out.append(f"{new}={inline}" if eq else new)
+        return 1
+    if new == "":
+        out.append(name)
+        return 1
+    if eq:
+        out.append(f"{name}={new}")
+        return 1
+    out.extend([name, new])
+    return 2 if has_next else 1

@@ -109,3 +109,20 @@ class MetricNames:
     def histogram(self, what: str) -> str:
         """``<prefix>request_<what>_tokens``: the per-request histograms (``_count``, ``_sum``)."""
         return f"{self.prefix}request_{what}_tokens"
+
+
+# The sliders of the planning page (kvplan serve), by what they mean; an engine maps each to its own flags.
+SLIDER_NAMES = ("fraction", "host_kv", "hicache_ratio", "tp", "dp", "max_running", "fp8_kv", "dp_attention")
+
+
+@dataclass(frozen=True)
+class SliderView:
+    """What the planning page's sliders show for a plan (``Engine.slider_view``): the plan's value of each slider the
+    engine has, labels naming the engine's flags, and the sliders it has no flag for (shown disabled)."""
+
+    values: dict[str, float | int | bool]
+    labels: dict[str, str]
+    off: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"values": dict(self.values), "labels": dict(self.labels), "off": list(self.off)}

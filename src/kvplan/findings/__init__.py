@@ -15,7 +15,10 @@ from kvplan.engines.base import FindingContext, FindingRule
 from kvplan.result import Finding
 
 Context = FindingContext  # the name rules use
-GENERIC: tuple[tuple[int, str], ...] = ((20, "host_oversubscribed"), (130, "unknown_flags"))
+GENERIC: tuple[tuple[int, str], ...] = (
+    (20, "host_oversubscribed"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
+    (130, "unknown_flags"), (140, "architecture_assumed"),
+)
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

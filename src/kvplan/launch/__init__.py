@@ -11,7 +11,7 @@ an abort it prints a diagnosis: phase, signal, numbers, the plan's likely cause 
 
 Modules (nothing heavy is imported here; the command lines and the preflight are kvplan.cli.launch / .cleanup):
   supervisor  the foreground loop: start, follow, sample, decide, stop, clean up
-  procs       the process tree: session, KVPLAN_LAUNCH_ID marker, subreaper; terminate and verify
+  procs       the process tree: session, KVPLAN_LAUNCH / KVPLAN_LAUNCH_TOKEN marker, subreaper; terminate and verify
   shm         /dev/shm segments tied to a launch (by inode), stale ones
   watchdog    probes (meminfo, cgroup, NVML) and the abort reasons
   phases      log lines -> stable phase names and tqdm percentages

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from kvplan.launch import redact
 from kvplan.units import GiB
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -58,7 +59,7 @@ class Reporter:
 
         lim = cfg.limits
         self.say(f"kvplan launch {cfg.launch_id}: supervising pid {pid} ({cfg.engine or 'unknown engine'}): "
-                 f"{quote(cfg.argv)[:200]}")
+                 f"{quote(redact.argv(cfg.argv))[:200]}")
         self.say(f"  log {cfg.log_path}" + (f" · events {cfg.events_path}" if cfg.events_path else ""))
         ready = ", ".join(cfg.health_urls) if cfg.health_urls else "the engine's log line (no URL)"
         self.say(f"  watchdog every {lim.interval:g} s: host reserve {g(lim.host_reserve)} (this node)"

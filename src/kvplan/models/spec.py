@@ -93,6 +93,10 @@ class ModelSpec:
         return DTYPE_BYTES.get(self.dtype, 2)
 
     @property
+    def n_full_layers(self) -> int:
+        return sum(1 for k in self.layer_kinds if k == "full")
+
+    @property
     def n_swa_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "swa")
 
@@ -129,7 +133,7 @@ class ModelSpec:
                 "layers": self.num_layers, "kv_heads": self.num_kv_heads, "head_dim": self.head_dim,
                 "kv_lora_rank": self.kv_lora_rank or None, "qk_rope_head_dim": self.qk_rope_head_dim or None,
                 "is_mla": self.is_mla, "is_moe": self.moe is not None, "context_len": self.context_len,
-                "weight_bytes": self.weight_bytes, "source": self.source}
+                "weight_bytes": self.weight_bytes, "source": self.source, "notes": self.notes}
 
     # ---- parameters (for weights when total_size is unknown, and for DP-attention sharding) ----
     def attention_params_per_layer(self) -> int:

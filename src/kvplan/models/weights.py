@@ -56,7 +56,8 @@ def bytes_per_param(quant: dict[str, Any] | None, dtype_bytes: int) -> dict[str,
     if method in ("awq", "gptq"):
         bits, gs = int(quant.get("bits") or quant.get("w_bit") or 4), int(quant.get("group_size") or
                                                                              quant.get("q_group_size") or 128)
-        per = bits / 8 + (2 + bits / 8) / gs  # packed weights + fp16 scale and packed zero per group
+        # packed weights + fp16 scale and packed zero per group (group_size -1: per output channel, negligible)
+        per = bits / 8 + ((2 + bits / 8) / gs if gs > 0 else 0.0)
         return {**base, **{k: per for k in LINEAR}}
     raise KvplanError(f"weight size of a {method!r} checkpoint cannot be derived from its config",
                       "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")

@@ -100,13 +100,35 @@ class SGLangArgs:
         return 1 if self.enable_dp_attention else self.dp_size
 
 
-def _check(name: str, value: float | None, lo: float, hi: float | None = None, open_lo: bool = False) -> None:
-    if value is None:
-        return
-    bad = value <= lo if open_lo else value < lo
-    if bad or (hi is not None and value > hi):
-        rng = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi if hi is not None else 'inf'})"
-        raise KvplanError(f"--{name.replace('_', '-')} {value} is out of range {rng}", "fix it in the launch command")
+def _check_numbers(v: dict) -> None:
+    """Every numeric flag through kvplan.validate: finite, in the engine's range, a sane magnitude."""
+    from kvplan import validate as val
+
+    hint = "fix it in the launch command"
+
+    def name(k: str) -> str:
+        return "--" + k.replace("_", "-")
+
+    for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "dcp_size"):
+        if v.get(k) is not None:
+            v[k] = val.count(name(k), v[k], 1, val.MAX_RANKS, hint)
+    if v.get("node_rank") is not None:
+        v["node_rank"] = val.count("--node-rank", v["node_rank"], 0, val.MAX_RANKS, hint)
+    for k in ("mem_fraction_static", "swa_full_tokens_ratio", "mamba_full_memory_ratio",
+              "hicache_host_memory_fraction"):
+        if v.get(k) is not None:
+            v[k] = val.fraction(name(k), v[k], hint)
+    for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs",
+              "max_mamba_cache_size", "max_prefill_tokens", "speculative_num_draft_tokens"):
+        if v.get(k) is not None:
+            v[k] = val.count(name(k), v[k], 1, val.MAX_TOKENS, hint)
+    if v.get("chunked_prefill_size") is not None:  # -1 (or any value <= 0) disables chunked prefill
+        v["chunked_prefill_size"] = val.count("--chunked-prefill-size", v["chunked_prefill_size"], -1,
+                                              val.MAX_TOKENS, hint)
+    if v.get("hicache_ratio") is not None:
+        v["hicache_ratio"] = float(val.number("--hicache-ratio", v["hicache_ratio"], lo=0.0, hi=1e6, hint=hint))
+    if v.get("hicache_size") is not None:
+        v["hicache_size"] = val.gb("--hicache-size", v["hicache_size"], hint=hint)
 
 
 def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
@@ -115,14 +137,7 @@ def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
     v = p.values
     if p.positionals and "model_path" not in v:
         v["model_path"] = p.positionals[0]
-    for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes"):
-        _check(k, v.get(k), 1)
-    _check("mem_fraction_static", v.get("mem_fraction_static"), 0, 1, open_lo=True)
-    _check("swa_full_tokens_ratio", v.get("swa_full_tokens_ratio"), 0, 1, open_lo=True)
-    for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs"):
-        _check(k, v.get(k), 1)
-    for k in ("hicache_ratio", "hicache_size"):
-        _check(k, v.get(k), 0)
+    _check_numbers(v)
     tp, dp = int(v.get("tp_size", 1)), int(v.get("dp_size", 1))
     if v.get("enable_dp_attention") and tp % dp:
         raise KvplanError(f"--enable-dp-attention needs --tp-size ({tp}) divisible by --dp-size ({dp})")

@@ -1,6 +1,7 @@
 """SGLang's default mem_fraction_static, chunked_prefill_size and decode CUDA-graph max_bs, per version.
 
-Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read).
+Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read);
+0.3.0 .. 0.4.3.post4 (every release read) are in ``defaults_old.py``.
 Units as SGLang uses them: ``gpu_mem_mib`` is ``nvidia-smi memory.total`` in MiB (min over visible GPUs).
 Source and the research notes (shared/reference/sglang-memory.md §1.6) disagree in places; the source wins:
   * the GiB reserve buckets start in 0.4.7.post1, not 0.4.10.post2;
@@ -16,46 +17,18 @@ model is taken to be off the prefill-graph allow-list), ROCm/NPU/XPU, ``llama-2`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kvplan.engines.sglang.defaults_io import DefaultsInput, ResolvedDefaults
 from kvplan.engines.versions import Version, within
+
+__all__ = ["NEWEST", "OLDEST", "DefaultsInput", "ResolvedDefaults", "resolve_defaults"]
 
 
 def _v(text: str) -> Version:  # "0.5.10rc0" sorts just before 0.5.10, "0.4.6.post5" after 0.4.6.post4
     return Version(text)
 
 
-OLDEST, NEWEST = "0.4.4", "0.5.23"
+OLDEST, NEWEST = "0.3.0", "0.5.23"
 GIB = 1024  # MiB
-
-
-@dataclass(frozen=True)
-class DefaultsInput:
-    version: str  # SGLang version, e.g. "0.5.9"
-    gpu_mem_mib: int | None  # nvidia-smi memory.total, min over visible GPUs; None = SGLang's "unknown" path
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1  # --dp-size
-    enable_dp_attention: bool = False
-    is_mla: bool = False
-    is_multimodal: bool = False  # HF config has vision_config
-    vit_layers: int | None = None  # None -> SGLang's getattr default 24
-    vit_hidden: int | None = None  # None -> SGLang's getattr default 1024
-    speculative_algorithm: str | None = None
-    chunked_prefill_size: int | None = None  # user-given or None
-    cuda_graph_max_bs: int | None = None  # user-given or None
-    max_running_requests: int | None = None
-    disable_cuda_graph: bool = False
-    context_len: int | None = None  # only read as --context-length by the 0.5.13-0.5.16 prefill-graph clamp
-
-
-@dataclass(frozen=True)
-class ResolvedDefaults:
-    mem_fraction_static: float
-    chunked_prefill_size: int  # after the DP-attention division (the reserve used the undivided value)
-    cuda_graph_max_bs: int  # decode graph max batch size (<=0.5.2: largest default capture size)
-    reserved_mib: float | None  # the reserve the formula used, when the version has one
-    rule: str  # short id of the rule and the source function
 
 
 def _tp_table(n: int) -> float:
@@ -271,4 +244,8 @@ def resolve_defaults(inp: DefaultsInput) -> ResolvedDefaults:
         raise ValueError("tp, pp and dp must be >= 1")
     if v >= _v("0.5.3"):
         return _reserve_formula(inp, v)
+    if v < _v("0.4.4"):
+        from kvplan.engines.sglang.defaults_old import resolve_old
+
+        return resolve_old(inp, v)
     return _legacy(inp, v)

@@ -8,7 +8,7 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, ServingDialect, StartupDialect
+from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.sglang import launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
@@ -64,6 +64,9 @@ class SGLangEngine(Engine):
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
 
+    def default_version(self) -> tuple[str, str]:
+        return default_version()
+
     def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
         if dp > 1:
@@ -77,6 +80,19 @@ class SGLangEngine(Engine):
         if values.get("hicache_size") is not None or values.get("hicache_ratio") is not None:
             flags.append("--enable-hierarchical-cache")  # a host pool size means HiCache on
         return flags
+
+    def launch_model(self, cmd: LaunchCommand) -> str | None:
+        return parse_sglang(cmd).model_path
+
+    def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
+        from kvplan.engines.sglang import sliders as page
+
+        return page.flags(sliders)
+
+    def slider_view(self, plan: Plan) -> SliderView:
+        from kvplan.engines.sglang import sliders as page
+
+        return page.view(plan)
 
     def serving_dialect(self) -> ServingDialect:
         from kvplan.engines.sglang import serving
@@ -117,8 +133,8 @@ class SGLangEngine(Engine):
         return compare.compare(facts, plan)
 
     def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
-                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
-        return server.server_facts(info)
+                     models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
+        return server.server_facts(info, ignored)
 
     def pool_scope(self, plan: Plan) -> str:
         g = plan.per_replica.dp_groups

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kvplan.engines.reported import obj, plain, text, whole
 from kvplan.engines.results import MetricNames
 from kvplan.logs.facts import LogFacts
 
@@ -20,17 +21,19 @@ METRICS = MetricNames(
     retracted=("sglang:num_retracted_reqs",), requests=("sglang:num_requests_total",))
 
 
-def server_facts(info: Mapping[str, Any]) -> LogFacts | None:
-    """The launch args, the pool (max_total_num_tokens) and the running cap per DP worker the server reports."""
+def server_facts(info: Mapping[str, Any], ignored: list[str]) -> LogFacts | None:
+    """The launch args, the pool (max_total_num_tokens) and the running cap per DP worker the server reports; every
+    value checked for its type and range (what does not fit is left out and named in ``ignored``)."""
     if not info:
         return None
-    args = {k: v for k, v in info.items() if not isinstance(v, (dict, list))}
-    f = LogFacts(engine="sglang", args=args, model=info.get("model_path"), version=info.get("version"))
-    sched = info.get("scheduler_info") or {}
-    states = info.get("internal_states") or [{}]
-    mem = states[0].get("memory_usage", {}) if isinstance(states[0], dict) else {}
+    f = LogFacts(engine="sglang", args=plain(info), model=text(info.get("model_path")),
+                 version=text(info.get("version")))
+    sched = obj(info.get("scheduler_info"))
+    states = info.get("internal_states")
+    st0 = obj(states[0]) if isinstance(states, list) and states else {}
+    mem = obj(st0.get("memory_usage"))
     tokens = sched.get("max_total_num_tokens") or info.get("max_total_num_tokens") or mem.get("token_capacity")
-    f.kv_tokens = int(tokens) if tokens else None
-    mrr = states[0].get("effective_max_running_requests_per_dp") if isinstance(states[0], dict) else None
-    f.max_running_requests = int(mrr) if mrr else None
+    f.kv_tokens = whole("max_total_num_tokens", tokens, ignored)
+    f.max_running_requests = whole("effective_max_running_requests_per_dp",
+                                   st0.get("effective_max_running_requests_per_dp"), ignored, hi=1 << 31)
     return f

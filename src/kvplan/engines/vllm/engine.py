@@ -11,12 +11,15 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, ServingDialect, StartupDialect
+from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm import launch, server
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
+from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.profile import batch_defaults, engine_kind
+from kvplan.engines.vllm.profiled import ProfileInputs
 from kvplan.engines.vllm.rules import NEWEST
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
@@ -37,26 +40,6 @@ from kvplan.units import GiB
 
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
 HOST_RESERVE_BYTES = 10 * GiB  # kvplan keeps this much host memory free for the OS (vLLM/LMCache check nothing)
-
-
-def _default_batched_tokens(args: VLLMArgs, gpu_mib: int | None, gpu_name: str, max_model_len: int,
-                            is_mla: bool) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) for `vllm serve` (engine/arg_utils.py::get_batch_defaults)."""
-    world = args.world_size
-    if args.is_cpu:
-        mnbt, seqs = 2048 * world, 128 * world
-    elif gpu_mib and gpu_mib * 2**20 >= 160 * GiB:
-        mnbt, seqs = 16384, 1024
-    elif gpu_mib and gpu_mib * 2**20 >= 70 * GiB and "a100" not in gpu_name.lower():
-        mnbt, seqs = 8192, 1024
-    else:
-        mnbt, seqs = 2048, 256
-    seqs = args.max_num_seqs or seqs
-    if args.max_num_batched_tokens:
-        return args.max_num_batched_tokens, seqs
-    if args.is_cpu and is_mla:  # MLA on CPU disables chunked prefill: max(max_model_len, default)
-        mnbt = max(max_model_len, mnbt)
-    return min(seqs * max_model_len, mnbt), seqs
 
 
 def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
@@ -103,6 +86,29 @@ class VLLMEngine(Engine):
 
     def flag_table(self) -> tuple[Flag, ...]:
         return FLAGS
+
+    def default_version(self) -> tuple[str, str]:
+        from kvplan.engines.vllm.rules import default_version
+
+        return default_version()
+
+    def launch_model(self, cmd: LaunchCommand) -> str | None:
+        return parse_vllm(cmd).model
+
+    def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
+        from kvplan.engines.vllm import sliders as page
+
+        return page.flags(sliders)
+
+    def slider_view(self, plan: Plan) -> SliderView:
+        from kvplan.engines.vllm import sliders as page
+
+        return page.view(plan)
+
+    def startup_free_bytes(self, gpu_total_bytes: int) -> int | None:
+        from kvplan.engines.vllm.startup import free_at_startup_bytes
+
+        return free_at_startup_bytes(gpu_total_bytes)
 
     def serving_dialect(self) -> ServingDialect:
         from kvplan.engines.vllm import serving
@@ -153,8 +159,8 @@ class VLLMEngine(Engine):
         return compare.compare(facts, plan)
 
     def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
-                     models: Sequence[Mapping[str, Any]]) -> LogFacts | None:
-        return server.server_facts(cache_config, models)
+                     models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
+        return server.server_facts(cache_config, models, ignored)
 
     def running_cap(self, plan: Plan) -> int | None:
         return vllm_settings(plan).max_num_seqs
@@ -230,7 +236,9 @@ class VLLMEngine(Engine):
             block, bsrc = 64, "FlashMLA block size (backend-dependent: CUTLASS MLA uses 128)"
         else:
             block, bsrc = rules.default_block_size, "CacheConfig default"
-        kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, args.dtype)
+        platform, cc = platform_of(cluster.gpu_name, args.is_cpu)
+        mdt = resolve_dtype(version, args.dtype, model.dtype, model.model_type, platform, cc)
+        kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, mdt)
         stages = layer_specs(model, args, block, kv_bytes)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
@@ -246,10 +254,18 @@ class VLLMEngine(Engine):
         w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
         notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
+        kind = engine_kind(version, args.env)
+        batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
+                               gpu_bytes=cluster.gpu_mem_bytes, gpu_name=cluster.gpu_name, max_model_len=max_len,
+                               is_mla=model.is_mla, is_multimodal=model.is_multimodal,
+                               has_sliding_window=model.n_swa_layers > 0, platform=platform,
+                               mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
+        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes)
         b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
-                   rules.kv_cache_memory_bytes_flag, options.kv_memory_gib)
+                   rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
+        notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
         notes.extend(b.notes)
-        mnbt, seqs = _default_batched_tokens(args, cluster.gpu_mem_mib, cluster.gpu_name, max_len, model.is_mla)
+        mnbt, seqs = batch.tokens, batch.seqs
         batches = args.pipeline_parallel_size if args.is_cpu else (2 if args.pipeline_parallel_size == 1
                                                                    else args.pipeline_parallel_size)
         cap = capacity(layout, b.available_bytes, block, max_len, batches * mnbt, rules.capacity_formula,
@@ -280,7 +296,9 @@ class VLLMEngine(Engine):
             platform="cpu" if args.is_cpu else "cuda", gpu_memory_utilization=gmu,
             kv_budget_bytes_per_rank=b.available_bytes, kv_budget_source=b.source, kv_budget_exact=b.exact,
             requested_bytes_per_rank=b.requested_bytes, non_kv_bytes_per_rank=b.non_kv_bytes,
+            kv_budget_range_bytes_per_rank=b.available_range_bytes, kv_budget_terms=b.terms, engine_kind=kind,
             block_size=block, block_size_source=bsrc, kv_cache_dtype=kv_label,
+            model_dtype=mdt.name, model_dtype_source=mdt.reason,
             max_model_len=max_len, max_num_batched_tokens=mnbt, max_num_seqs=seqs,
             kv_cache_groups=layout.num_groups, bytes_per_block=layout.bytes_per_block,
             blocks_per_request=cap.blocks_per_request, one_request_bytes=per_req_bytes,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kvplan.engines.reported import obj, share, text, whole
 from kvplan.engines.results import MetricNames
 from kvplan.logs.facts import LogFacts
 
@@ -22,18 +23,20 @@ METRICS = MetricNames(
     external_hits=("vllm:external_prefix_cache_hits_total",), config_info="vllm:cache_config_info")
 
 
-def server_facts(cc: Mapping[str, str], models: Sequence[Mapping[str, Any]]) -> LogFacts:
+def server_facts(cc: Mapping[str, str], models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts:
     """The model card (root, max_model_len) and the cache config labels (block size, utilization, KV bytes,
-    dtype, the logged pool size) as the launch args and pool a log would show."""
-    card = models[0] if models else {}
-    args: dict[str, Any] = {"model": card.get("root") or card.get("id"), "max_model_len": card.get("max_model_len")}
-    for label, key in (("block_size", "block_size"), ("gpu_memory_utilization", "gpu_memory_utilization"),
-                       ("kv_cache_memory_bytes", "kv_cache_memory_bytes")):
-        if cc.get(label) not in (None, "None", ""):
-            args[key] = int(float(cc[label])) if key != "gpu_memory_utilization" else float(cc[label])
-    if cc.get("cache_dtype") not in (None, "auto"):
+    dtype, the logged pool size) as the launch args and pool a log would show; every value checked for its type and
+    range (what does not fit is left out and named in ``ignored``)."""
+    card = obj(models[0]) if models else {}
+    model = text(card.get("root")) or text(card.get("id"))
+    args: dict[str, Any] = {"model": model,
+                            "max_model_len": whole("max_model_len", card.get("max_model_len"), ignored, hi=1 << 31)}
+    for label in ("block_size", "kv_cache_memory_bytes"):
+        args[label] = whole(f"cache_config_info {label}", cc.get(label), ignored, hi=(1 << 60) - 1)
+    args["gpu_memory_utilization"] = share("cache_config_info gpu_memory_utilization",
+                                           cc.get("gpu_memory_utilization"), ignored)
+    if cc.get("cache_dtype") not in (None, "auto") and text(cc.get("cache_dtype")):
         args["kv_cache_dtype"] = cc["cache_dtype"]
-    f = LogFacts(engine="vllm", args={k: v for k, v in args.items() if v is not None}, model=args["model"])
-    tokens = cc.get("kv_cache_size_tokens")
-    f.kv_tokens = int(float(tokens)) if tokens not in (None, "None") else None
+    f = LogFacts(engine="vllm", args={k: v for k, v in args.items() if v is not None}, model=model)
+    f.kv_tokens = whole("cache_config_info kv_cache_size_tokens", cc.get("kv_cache_size_tokens"), ignored)
     return f

@@ -11,6 +11,7 @@ line, the engine config line and the API server's version line start a new launc
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ _ENGINE = re.compile(r"Engine (\d+):")
 _V_NUM = {"prompt_tps": r"Avg prompt throughput: ([\d.]+)", "gen_tps": r"Avg generation throughput: ([\d.]+)",
           "running": r"Running: (\d+) reqs", "waiting": r"Waiting: (\d+) reqs", "swapped": r"Swapped: (\d+) reqs",
           "pending": r"Pending: (\d+) reqs", "preemptions": r"Preemptions: (\d+)",
-          "usage_pct": r"(?:GPU|CPU|XPU|NPU|TPU|HPU|\w+) KV cache usage: ([\d.]+)%",
+          "usage_pct": r"\b\w+ KV cache usage: ([\d.]+)%",  # \b: one start per word (linear)
           "prefix_hit_pct": r"(?<!External )Prefix cache hit rate: ([\d.]+)%",
           "external_hit_pct": r"External prefix cache hit rate: ([\d.]+)%"}
 _V_RX = {k: re.compile(v) for k, v in _V_NUM.items()}
@@ -34,7 +35,7 @@ def _stats(line: str) -> Sample:
     t, _ = stamp(line)
     eng = _ENGINE.search(line)
     vals = {k: rx.search(line) for k, rx in _V_RX.items()}
-    got = {k: float(m.group(1)) for k, m in vals.items() if m}
+    got = {k: v for k, m in vals.items() if m and math.isfinite(v := float(m.group(1)))}  # "9" * 400 is inf
     v0 = "swapped" in got or "pending" in got
     s = Sample(kind="stats", fmt="vllm-v0" if v0 else "vllm-v1", t=t,
                source=f"Engine {eng.group(1)}" if eng else "")

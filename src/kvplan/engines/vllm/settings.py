@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.engines.vllm.host import HostTier
+from kvplan.engines.vllm.terms import BudgetTerm
 from kvplan.result import HostFix, Plan, json_dict
 
 
@@ -24,9 +25,14 @@ class VLLMSettings:
     kv_budget_exact: bool  # the engine takes the number as given (no profiling)
     requested_bytes_per_rank: int | None  # ceil(total × utilization); None when the budget is exact
     non_kv_bytes_per_rank: int | None  # weights + activation peak + non-torch (estimate)
+    kv_budget_range_bytes_per_rank: tuple[int, int]  # (every estimated term at its high end, at its low end)
+    kv_budget_terms: tuple[BudgetTerm, ...]  # what was subtracted from the request, each with its range
+    engine_kind: str  # profile.engine_kind: which engine core profiles (V0 / V1)
     block_size: int
     block_size_source: str
     kv_cache_dtype: str  # label: "bfloat16 (auto: model dtype)"
+    model_dtype: str  # dtype.resolve_dtype: what --dtype (auto) resolves to for this version and platform
+    model_dtype_source: str
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int

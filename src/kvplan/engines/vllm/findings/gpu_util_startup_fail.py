@@ -1,5 +1,6 @@
 """gpu-util-startup-fail (error): vLLM requests ceil(total × gpu_memory_utilization) per GPU and refuses to
-start when less than that is free at startup (v1/worker/utils.py::request_memory)."""
+start when less than that is free at startup (v1/worker/utils.py::request_memory; engines/vllm/startup.py, the
+reserves in engines/vllm/calibration.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import math
 
 from kvplan.engines.base import FindingContext
 from kvplan.engines.vllm.settings import vllm_settings
+from kvplan.engines.vllm.startup import rule_total_and_free_bytes
 from kvplan.result import Finding
 from kvplan.units import GiB
 
 ID = "gpu-util-startup-fail"
-CONTEXT_BYTES = int(0.6 * GiB)  # CUDA context + NCCL + cuBLAS before the snapshot (estimate; the notes say 'a few
-# hundred MiB to several GiB')
 
 
 def check(ctx: FindingContext) -> list[Finding]:
@@ -20,8 +20,7 @@ def check(ctx: FindingContext) -> list[Finding]:
     req = s.requested_bytes_per_rank
     if not req or s.platform != "cuda":
         return []
-    total = p.cluster.gpu_mem_mib * 2**20 - int(0.45 * GiB)
-    free = total - CONTEXT_BYTES
+    total, free = rule_total_and_free_bytes(p.cluster.gpu_mem_mib * 2**20)
     if req <= free:
         return []
     gmu = math.floor(free / total * 100) / 100
