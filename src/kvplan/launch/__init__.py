@@ -19,6 +19,8 @@ Modules (nothing heavy is imported here; the command lines and the preflight are
   events      ``--events`` JSON lines
   report      Rich live view / plain lines / end summary
   verdict     the outcome of a launch and the diagnosis after an abort
-  state       state files under ~/.cache/kvplan/launches (or $KVPLAN_STATE_DIR)
-  cleanup     ``kvplan cleanup``
+  state       state files under ~/.cache/kvplan/launches (or $KVPLAN_STATE_DIR), schema 2, trusted only when safe
+  ownership   the per-launch secret token: proof that a process belongs to a launch, across PID namespaces
+  redact      secret values out of commands, events and reports
+  cleanup     ``kvplan cleanup`` (proof of ownership only)
 """
