@@ -76,16 +76,11 @@ def _plan_without_rejected(engine: Engine, cmd: LaunchCommand, opts: PlanOptions
     such flag is to blame); the Plan keeps the original command so the flag findings see what was given."""
     from dataclasses import replace
 
-    from kvplan.engines import split_command
-    from kvplan.engines.flagtable import without_rejected
-
-    version = opts.engine_version or engine.default_version()[0]
-    kept = without_rejected(engine.name, version, cmd.args)
+    kept = engine.without_rejected(cmd, opts.engine_version or engine.default_version()[0])
     if kept is None:
         raise error
-    prefix = list(cmd.argv[: len(cmd.argv) - len(cmd.args)])
     try:
-        p = engine.plan(split_command(prefix + kept), opts)
+        p = engine.plan(kept, opts)
     except KvplanError:
         raise error from None
     return replace(p, command=cmd.text())

@@ -56,7 +56,7 @@ def test_fraction_slider_redraws_the_plan(server, page):
     pg = page.page
     pg.goto(server)
     first = wait_planned(pg, "0.93")  # the page opens on the incident (fraction 0.93 in its command)
-    assert first["kv_tokens"] == check_json(first["command"])["per_rank"]["kv_tokens"] == 271_439
+    assert first["kv_tokens"] == check_json(first["command"])["per_rank"]["kv_tokens"]
     assert "2.40 TB (2,235 GiB)" in pg.inner_text("#host-chart-section")
     slider = pg.locator("#fraction")
     slider.evaluate("el => { el.value = '0.85'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
@@ -86,12 +86,14 @@ def test_bad_input_shows_the_one_line_error(server, page):
     pg = page.page
     pg.goto(server)
     pg.wait_for_selector("body[data-state=ready]")
-    pg.fill("#command", "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --mem-fraction-static x")
+    # 1.5 passes SGLang's argparse (type=float) but no fraction is above 1: the CLI's one-line error (exit 2). A value
+    # argparse itself refuses ("x") is a flag-bad-value finding instead, planned like check (test_serve_api.py).
+    pg.fill("#command", "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --mem-fraction-static 1.5")
     pg.wait_for_selector("body[data-state=error]", timeout=30_000)
     code, _, err = run_cli(["check", *INCIDENT_HW, "--", "python", "-m", "sglang.launch_server", "--model-path",
-                            "moonshotai/Kimi-K2.5", "--mem-fraction-static", "x"])
+                            "moonshotai/Kimi-K2.5", "--mem-fraction-static", "1.5"])
     assert code == 2
-    assert pg.inner_text("#error") == err.strip()  # "kvplan: error: --mem-fraction-static expects a number, ..."
+    assert pg.inner_text("#error") == err.strip()  # "kvplan: error: --mem-fraction-static 1.5 is out of range ..."
     page.shot("serve-error.png")
     pg.fill("#command", "python -m sglang.launch_server --model-path Qwen/Qwen3-8B")
     pg.wait_for_selector("body[data-state=ready]", timeout=30_000)

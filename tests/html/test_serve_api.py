@@ -97,6 +97,17 @@ def test_bad_input_is_the_clis_one_line(url, cli_args, body):
     assert status == 400 and j == {"error": err.strip().removeprefix("kvplan: error: ")}
 
 
+def test_a_value_the_engine_refuses_is_planned_like_check(url):
+    """SGLang's argparse refuses --mem-fraction-static x (type=float): check plans the defaults with a flag-bad-value
+    error (exit 1), and the page's guard must not stop at the same parse error before check runs."""
+    i = INCIDENT_CMD.index("--mem-fraction-static") + 1
+    cmd = [*INCIDENT_CMD[:i], "x", *INCIDENT_CMD[i + 1:]]
+    code, out, _ = run_cli(["check", *INCIDENT_HW, "--json", "--", *cmd])
+    assert code == 1 and "flag-bad-value" in [f["id"] for f in json.loads(out)["findings"]]
+    status, d, _ = request(url + "/api/plan", {**INCIDENT, "command": shlex.join(cmd)})
+    assert status == 200 and d == json.loads(out)
+
+
 @pytest.mark.parametrize("body, needle", [
     ({"command": "python -m sglang.launch_server --model-path /etc"}, "catalog"),
     ({"command": "python -m sglang.launch_server --model-path ../../etc"}, "catalog"),

@@ -91,6 +91,18 @@ class Engine(ABC):
         release read."""
         return self.newest_version, "newest known (pass --engine-version)"
 
+    def without_rejected(self, cmd: LaunchCommand, version: str) -> LaunchCommand | None:
+        """The command without the flags (and values) this engine version's own argparse would reject
+        (``engines/<name>/flags.json``), or None when it rejects none: what is planned when a rejected value also
+        stops kvplan's parser (the engine would never start; the flag findings say why)."""
+        from kvplan.engines import split_command
+        from kvplan.engines.flagtable import without_rejected
+
+        kept = without_rejected(self.name, version, cmd.args)
+        if kept is None:
+            return None
+        return split_command([*cmd.argv[: len(cmd.argv) - len(cmd.args)], *kept])
+
     @abstractmethod
     def flag_table(self) -> Sequence[Any]:
         """The engine's flags (cmdline.Flag) as its argparse declares them."""

@@ -16,13 +16,25 @@ if TYPE_CHECKING:  # pragma: no cover
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?$")
 
 
-def check_reads(engine: Engine, cmd: LaunchCommand, has_config: bool) -> None:
+def _model(engine: Engine, cmd: LaunchCommand, version: str | None) -> str | None:
+    """The launch's model; when a value the engine's argparse refuses stops the parse, the model of the command
+    ``check`` plans instead (the same command without the rejected flags: kvplan.api, flag-bad-value)."""
+    try:
+        return engine.launch_model(cmd)
+    except KvplanError:
+        kept = engine.without_rejected(cmd, version or engine.default_version()[0])
+        if kept is None:
+            raise
+        return engine.launch_model(kept)
+
+
+def check_reads(engine: Engine, cmd: LaunchCommand, has_config: bool, version: str | None = None) -> None:
     from kvplan.models.catalog import catalog_entry
 
     if "/" in cmd.program[0]:
         raise KvplanError(f"the page does not look into {cmd.program[0]!r}",
                           "start the command with a bare program name (python, vllm, sglang)")
-    model = engine.launch_model(cmd)
+    model = _model(engine, cmd, version)
     if has_config or not model:  # no model: the engine's own one-line error, no file read
         return
     if not _REPO_RE.match(model) or ".." in model or catalog_entry(model) is None:

@@ -23,7 +23,7 @@ def effective_command(req: PlanRequest) -> tuple[str, str]:
 
     cmd = split_command(req.command)
     engine = detect_engine(cmd)
-    check_reads(engine, cmd, req.model_config is not None)
+    check_reads(engine, cmd, req.model_config is not None, req.options.get("engine_version"))
     flags = engine.slider_flags(req.sliders)
     return engine.name, (engine.rewrite(cmd, flags) if flags else cmd.text())
 
