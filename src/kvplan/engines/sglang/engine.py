@@ -11,7 +11,6 @@ from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_
 from kvplan.engines.sglang.memory import plan_gpu
 from kvplan.engines.sglang.rules import default_version, rules_for
 from kvplan.errors import KvplanError
-from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
 
@@ -43,6 +42,7 @@ class SGLangEngine:
         return parse_sglang(cmd)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
+        from kvplan.engines.sglang.weights import model_weights_bytes
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
 
@@ -96,8 +96,7 @@ class SGLangEngine:
             "host_sizing": host.sizing, "host_fix": _host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             "unknown_flags": list(args.unknown_flags), "unmodeled": list(args.unmodeled),
             "model_path": args.model_path, "world_size": args.world_size,
-            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tp_size, args.pp_size,
-                                                                    args.attn_tp_size),
+            "checkpoint_weights_bytes_per_rank": model_weights_bytes(model, args, cluster.gpu_name, version),
         }
         return Plan(engine="sglang", engine_version=version, version_source=vsrc, command=cmd.text(),
                     model=model.summary(), cluster=cluster.summary(), per_rank=rank, per_node=node,
