@@ -166,7 +166,7 @@ def _linear_attn(b: Builder, spec, pre: str, i: int) -> None:
     b.lin(f"{c}.in_proj_ba", 2 * nv, h, i)
     b.raw(f"{c}.conv1d.weight", (lin.conv_dim, 1, lin.conv_kernel), i)
     b.raw(f"{c}.dt_bias", (nv,), i)
-    b.raw(f"{c}.A_log", (nv,), i, "F32")
+    b.raw(f"{c}.A_log", (nv,), i)
     b.raw(f"{c}.norm.weight", (dv,), i)
     b.lin(f"{c}.out_proj", h, nv * dv, i)
 

@@ -66,6 +66,7 @@ def build(b: Builder, spec, c: dict[str, Any], top: dict[str, Any]) -> None:
             _ln(b, "model.decoder.final_layer_norm", h, None)
     elif arch in ("GPTNeoXForCausalLM", "FalconForCausalLM", "BloomForCausalLM"):
         neox, falcon = arch == "GPTNeoXForCausalLM", arch == "FalconForCausalLM"
+        kvh = nkv if falcon else nq  # GPT-NeoX and BLOOM have no grouped KV heads (a config key is ignored)
         root = "gpt_neox" if neox else "transformer"
         bias = bool(c.get("bias", False)) if falcon else True
         b.raw(f"{root}.{'embed_in' if neox else 'word_embeddings'}.weight", (v, h))
@@ -74,7 +75,7 @@ def build(b: Builder, spec, c: dict[str, Any], top: dict[str, Any]) -> None:
         for i in range(n):
             p = f"{root}.{'layers' if neox else 'h'}.{{L}}"
             att = f"{p}.{'attention' if neox else 'self_attention'}"
-            b.lin(f"{att}.query_key_value", (nq + 2 * nkv) * hd, h, i, bias=bias)
+            b.lin(f"{att}.query_key_value", (nq + 2 * kvh) * hd, h, i, bias=bias)
             b.lin(f"{att}.dense", h, nq * hd, i, bias=bias)
             b.lin(f"{p}.mlp.dense_h_to_4h", inter, h, i, bias=bias)
             b.lin(f"{p}.mlp.dense_4h_to_h", h, inter, i, bias=bias)

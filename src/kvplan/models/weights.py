@@ -94,7 +94,7 @@ def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
 def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
     """Unquantized float tensors as the engine holds them: in the runtime dtype (both engines create parameters
     under ``set_default_torch_dtype(model dtype)`` and copy the checkpoint into them). Quantization scales and
-    fp32-by-construction tensors (``e_score_correction_bias``, ``A_log``) keep their dtype; per-channel scales
+    fp32-by-construction tensors (``e_score_correction_bias``) keep their dtype; per-channel scales
     [out, 1] are float32 parameters whatever the checkpoint stored (``ChannelQuantScaleParameter(...,
     dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights)."""
     from dataclasses import replace
@@ -106,7 +106,7 @@ def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGr
             out.append(replace(g, dtype="F32"))
             continue
         if g.dtype in ("F32", "F16", "BF16") and g.dtype != dtype and "scale" not in leaf \
-                and leaf not in ("e_score_correction_bias", "A_log"):
+                and leaf != "e_score_correction_bias":
             g = replace(g, dtype=dtype)
         out.append(g)
     return tuple(out)

@@ -109,8 +109,8 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     parts["rope_cache"] = sum(rc.rows * rc.rotary_dim * elem for rc in rope_caches(model))
     if model.is_mla and v >= Version("0.7.1"):
         parts["mla_post_load"] = _mla_copies(model, groups, lay, len(ranges[stage]), v, args, elem)
-    if platform == "rocm" and v >= Version("0.8.0"):
-        parts["rocm_fp8_padding"] = _rocm_fp8_padding(groups, place, ranges[stage])
+    if platform == "rocm" and v >= Version("0.8.0") and not online:  # serialized fp8 only (the online path
+        parts["rocm_fp8_padding"] = _rocm_fp8_padding(groups, place, ranges[stage])  # does not pad)
     if pp > 1 and not any(role_of(g).kind == "lm_head" for g in groups) and stage == len(ranges) - 1:
         emb = next(g for g in groups if role_of(g).kind == "embed")
         parts["embedding"] = parts.get("embedding", 0) + -(-emb.shape[0] // 64) * 64 // tp * emb.nbytes // emb.shape[0]
@@ -118,7 +118,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     peak = 0
     if online:
         full = sum(per_rank_sum(full_groups, place, ranges).stages[stage].values())
-        peak = full if v < Version("0.18.0") else 0
+        peak = full + parts["rope_cache"] if v < Version("0.18.0") else 0
         notes.append(f"--quantization fp8 on a {model.dtype} checkpoint: linear and expert weights held in fp8; "
                      + (f"vLLM {version} first materializes the whole model in {dt} (load peak "
                         f"{gib_str(full)} GiB per rank)" if peak else "weights are created on the meta device "
