@@ -9,7 +9,6 @@ import pytest
 from kvplan.engines.cmdline import split_command
 from kvplan.engines.sglang.args import parse_sglang
 from kvplan.engines.sglang.weights import estimate_stage as sglang_stage
-from kvplan.engines.sglang.weights import estimate_weights as sglang_weights
 from kvplan.engines.vllm.args import parse_vllm
 from kvplan.engines.vllm.weights import estimate_weights as vllm_weights
 from kvplan.models.catalog import catalog_entry, resolve_model
