@@ -218,7 +218,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     parts["load_context"] = int(growth.value_gib * 2**30)
     total = sum(parts.values())
     src = f"{t.source}; SGLang {version} {platform} sharding"
-    notes.insert(0, f"weights {gib_str(total)} GiB per rank: {'read from' if t.exact else ''} {t.source}: "
+    notes.insert(0, f"weights {gib_str(total)} GiB per rank: {'read from ' if t.exact else ''}{t.source}: "
                     f"{describe_parts(parts)}")
     if model.is_mla:
         notes.append("MLA: fused_qkv_a_proj_with_mqa / kv_a_proj replicated on every rank; w_kc/w_vc copies "

@@ -123,7 +123,8 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
                      + (f"vLLM {version} first materializes the whole model in {dt} (load peak "
                         f"{gib_str(full)} GiB per rank)" if peak else "weights are created on the meta device "
                         "and quantized layer by layer (load peak about one layer above the final size)"))
-    notes.insert(0, f"weights {gib_str(total)} GiB per rank: {t.source}: {describe_parts(parts)}")
+    notes.insert(0, f"weights {gib_str(total)} GiB per rank: {'read from ' if t.exact else ''}{t.source}: "
+                    f"{describe_parts(parts)}")
     if pp > 1:
         notes.append(f"pipeline stage {stage} of {pp} holds the most ({len(ranges[stage])} layers)")
     return WeightsEstimate(total, parts, f"{t.source}; vLLM {version} {platform} sharding", t.exact, tuple(notes),
