@@ -83,6 +83,9 @@ def test_kimi_k25_rocm_keeps_g_idx():
     e = sg("moonshotai/Kimi-K2.5", "--tp 8", platform="rocm")
     assert e.parts["moe_g_idx"] == 60 * 384 * (2 * 7168 + 2 * 256) * 4
     assert "moe_g_idx" not in sg("moonshotai/Kimi-K2.5", "--tp 8").parts
+    # vLLM 0.11 compressed_tensors_moe.py: the Triton CompressedTensorsWNA16MoEMethod (ROCm) keeps them too
+    assert vl("moonshotai/Kimi-K2.5", "-tp 8", "rocm", "0.11.0").parts["moe_g_idx"] == e.parts["moe_g_idx"]
+    assert "moe_g_idx" not in vl("moonshotai/Kimi-K2.5", "-tp 8", "cuda", "0.11.0").parts
 
 
 def test_dp_attention_replicates_attention_by_hand():

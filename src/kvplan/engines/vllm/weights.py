@@ -15,6 +15,8 @@ Read from the released wheels 0.6.4.post1, 0.7.3, 0.8.5, 0.11.0, 0.21.0, 0.32.0 
   [h·kv_lora, H] (fp8 for fp8 checkpoints), W_QR [q_lora, h·rope] and the dequantized W_UK/W_UV; V1 (0.8+)
   ``v1/attention/backends/mla/common.py`` (0.21+: ``layers/attention/mla_attention.py``): W_UV and W_UK_T, the
   dequantized kv_b_proj split, in the activation dtype.
+- ROCm, INT4 compressed-tensors MoE: the Triton ``CompressedTensorsWNA16MoEMethod`` keeps the g_idx / sort-index
+  tensors of ``create_weights`` (Marlin on CUDA replaces them with empty ones), as in SGLang.
 - ROCm, fp8 checkpoints: ``fp8_utils.py::_maybe_pad_fp8_weight`` (VLLM_ROCM_FP8_PADDING=1 by default) pads each
   weight row by 256 bytes when the row is a multiple of 512 bytes (0.8.5-0.33).
 - ``--quantization fp8`` on a bf16/fp16 checkpoint: linear and expert weights end in fp8 with per-tensor scales
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.sglang.weights import LINEAR_GROUPS, platform_of
+from kvplan.engines.sglang.weights import LINEAR_GROUPS, _rocm_wna16_g_idx, platform_of
 from kvplan.engines.versions import Version
 from kvplan.models.placement import Layout, placer, role_of
 from kvplan.models.rope import rope_caches
@@ -109,6 +111,12 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     parts["rope_cache"] = sum(rc.rows * rc.rotary_dim * elem for rc in rope_caches(model))
     if model.is_mla and v >= Version("0.7.1"):
         parts["mla_post_load"] = _mla_copies(model, groups, lay, len(ranges[stage]), v, args, elem)
+    if platform == "rocm" and Version("0.8.0") <= v < Version("0.27.0"):
+        # compressed_tensors_moe.py::CompressedTensorsWNA16MoEMethod (Triton; Marlin is CUDA-only) registers the
+        # w13/w2 g_idx and sort-index int32 tensors and keeps them (read in 0.11.0)
+        g_idx = _rocm_wna16_g_idx(groups, lay, ranges[stage], 0)
+        if g_idx:
+            parts["moe_g_idx"] = g_idx
     if platform == "rocm" and v >= Version("0.8.0") and not online:  # serialized fp8 only (the online path
         parts["rocm_fp8_padding"] = _rocm_fp8_padding(groups, place, ranges[stage])  # does not pad)
     if pp > 1 and not any(role_of(g).kind == "lm_head" for g in groups) and stage == len(ranges) - 1:
