@@ -33,7 +33,12 @@ def _rank(rank: int, tp: int, model_dir: str, dtype: str, port: int, q) -> None:
     from vllm.distributed import ensure_model_parallel_initialized, init_distributed_environment
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader import get_model_loader
-    from vllm.model_executor.model_loader.utils import initialize_model, set_default_torch_dtype
+    from vllm.model_executor.model_loader.utils import initialize_model
+
+    try:
+        from vllm.utils.torch_utils import set_default_torch_dtype
+    except ImportError:  # older layouts
+        from vllm.model_executor.model_loader.utils import set_default_torch_dtype
 
     eargs = EngineArgs(model=model_dir, tensor_parallel_size=tp, dtype=dtype, max_model_len=128,
                        enforce_eager=True, distributed_executor_backend="mp" if tp > 1 else None)
@@ -70,10 +75,24 @@ def main(argv: list[str]) -> int:
     procs = [ctx.Process(target=_rank, args=(r, tp, model_dir, dtype, port, q)) for r in range(tp)]
     for p in procs:
         p.start()
-    out = sorted((q.get(timeout=600) for _ in procs), key=lambda d: d["rank"])
+    import queue
+    import time
+
+    out, deadline = [], time.monotonic() + 900
+    while len(out) < tp and time.monotonic() < deadline:
+        try:
+            out.append(q.get(timeout=2))
+        except queue.Empty:
+            if any(p.exitcode not in (None, 0) for p in procs):
+                break  # a rank died: do not wait (and hold the engine lock) for nothing
     for p in procs:
-        p.join(timeout=60)
-    print(json.dumps({"tp": tp, "ranks": out}))
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+    if len(out) < tp:
+        print(f"ranks failed: exit codes {[p.exitcode for p in procs]}", file=sys.stderr)
+        return 1
+    print(json.dumps({"tp": tp, "ranks": sorted(out, key=lambda d: d["rank"])}))
     return 0
 
 

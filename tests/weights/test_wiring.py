@@ -40,7 +40,7 @@ def test_checkpoint_dir_headers_are_read(tmp_path):
         d = check(cmd, gpu="h100", host_mem_gib=64).to_dict()
         a = " ".join(d["assumptions"])
         assert f"read from safetensors headers of 1 file(s) in {tmp_path}" in a
-    # vLLM: 320 padded embedding rows x 64 x 2 B + the extra tensor (whole) + RoPE cache 256 x 16 x 2 B; no
-    # layer tensors at all (the headers say so, whatever config.json implies)
+    # vLLM: 320 padded embedding rows x 64 x 2 B + the extra tensor (whole) + RoPE cache 256 x 16 x 2 B + the
+    # config's one attention layer's 4 fp32 scale scalars (512-byte blocks); no layer weights (the headers say so)
     d = check(f"vllm serve {tmp_path} --kv-cache-memory-bytes 1000000", gpu="h100", host_mem_gib=64).to_dict()
-    assert d["settings"]["checkpoint_weights_bytes_per_rank"] == 320 * 64 * 2 + 512 * 1024 * 2 + 256 * 16 * 2
+    assert d["settings"]["checkpoint_weights_bytes_per_rank"] == 320 * 64 * 2 + 512 * 1024 * 2 + 256 * 16 * 2 + 4 * 512

@@ -109,6 +109,11 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     parts = dict(parts)
     elem = 4 if dt == "F32" else 2
     parts["rope_cache"] = sum(rc.rows * rc.rotary_dim * elem for rc in rope_caches(model))
+    if v >= Version("0.8.0"):
+        # attention/layer.py::Attention.__init__: _k_scale, _v_scale, _q_scale, _prob_scale fp32 scalars on the
+        # device, one set per attention layer (each a 512-byte caching-allocator block on a GPU)
+        n_attn = sum(1 for i in ranges[stage] if model.layer_kinds[i] != "linear")
+        parts["attn_scale_buffers"] = n_attn * 4 * (4 if platform == "cpu" else 512)
     if model.is_mla and v >= Version("0.7.1"):
         parts["mla_post_load"] = _mla_copies(model, groups, lay, len(ranges[stage]), v, args, elem)
     if platform == "rocm" and Version("0.8.0") <= v < Version("0.27.0"):
@@ -126,7 +131,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     peak = 0
     if online:
         full = sum(per_rank_sum(full_groups, place, ranges).stages[stage].values())
-        peak = full + parts["rope_cache"] if v < Version("0.18.0") else 0
+        peak = full + parts["rope_cache"] + parts.get("attn_scale_buffers", 0) if v < Version("0.18.0") else 0
         notes.append(f"--quantization fp8 on a {model.dtype} checkpoint: linear and expert weights held in fp8; "
                      + (f"vLLM {version} first materializes the whole model in {dt} (load peak "
                         f"{gib_str(full)} GiB per rank)" if peak else "weights are created on the meta device "
