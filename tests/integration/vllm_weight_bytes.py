@@ -28,6 +28,9 @@ def _free_port() -> int:
 
 
 def _rank(rank: int, tp: int, model_dir: str, dtype: str, port: int, q) -> None:
+    # a distinct identifier per rank makes vLLM's CPU communicator fall back to plain torch.distributed (gloo)
+    # instead of creating /dev/shm segments (cpu_communicator.py::_all_group_ranks_share_shm_group_name)
+    os.environ["VLLM_DIST_IDENT"] = f"kvplan-weights-{port}-{rank}"
     import torch
     from vllm.config import set_current_vllm_config
     from vllm.distributed import ensure_model_parallel_initialized, init_distributed_environment
