@@ -39,6 +39,7 @@ from dataclasses import replace
 
 from kvplan.engines.versions import Version
 from kvplan.models.placement import Layout, placer, role_of
+from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
 from kvplan.models.roles import Role
 from kvplan.models.rope import rope_caches
 from kvplan.models.sharding import Placement, WeightsEstimate, cdiv, describe_parts, gib_str, per_rank_sum
@@ -47,15 +48,6 @@ from kvplan.models.tensors import TensorGroup
 from kvplan.models.weights import hold_in_dtype, load_tensors
 
 MiB = 1 << 20
-LINEAR_GROUPS = ("attention", "mlp", "shared_experts", "experts", "linear_attn")
-
-
-def platform_of(gpu_name: str | None) -> str:
-    """"rocm" for AMD Instinct / Radeon names, "cpu" for the CPU build, else "cuda"."""
-    n = (gpu_name or "").lower()
-    if "amd" in n or "instinct" in n or n.startswith("mi") or "radeon" in n:
-        return "rocm"
-    return "cpu" if n.startswith("cpu") else "cuda"
 
 
 def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
@@ -207,7 +199,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
         parts["mla_w_kc_w_vc"] = layers_here * local_heads * (model.qk_nope_head_dim + model.v_head_dim) \
             * model.kv_lora_rank * elem
     if platform == "rocm":
-        parts["moe_g_idx"] = _rocm_wna16_g_idx(groups, lay, ranges[stage], fused)
+        parts["moe_g_idx"] = wna16_g_idx_bytes(groups, lay, ranges[stage], fused)
     if pp > 1 and _tied(groups) and stage == len(ranges) - 1:  # a separate ParallelLMHead on the last stage
         emb = next(g for g in groups if role_of(g).kind == "embed")
         parts["lm_head"] = parts.get("lm_head", 0) + cdiv(cdiv(emb.shape[0], 64) * 64, lay.head_tp) * \
@@ -246,18 +238,6 @@ def _checkpoint_quantized(groups) -> bool:
 
 def _tied(groups) -> bool:
     return not any(role_of(g).kind == "lm_head" and g.layer is None for g in groups)
-
-
-def _rocm_wna16_g_idx(groups, lay: Layout, layers: range, fused: int) -> int:
-    """ROCm keeps w13/w2 g_idx and sort indices (int32 [E_local, H] ×2, [E_local, I_local] ×2) per MoE layer."""
-    total = 0
-    for g in groups:
-        if g.layer in layers and role_of(g).kind == "expert_col" and g.template.endswith("gate_proj.weight_packed"):
-            e_local = cdiv(g.count + fused, lay.ep)
-            h = g.shape[1] * 8  # weight_packed [I, H/8] (4-bit)
-            i_local = g.shape[0] // lay.moe_tp
-            total += e_local * (2 * h + 2 * i_local) * 4
-    return total
 
 
 def _segment_rounding(groups, place, layers: range) -> int:

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.sglang.weights import LINEAR_GROUPS, _rocm_wna16_g_idx, platform_of
 from kvplan.engines.versions import Version
 from kvplan.models.placement import Layout, placer, role_of
+from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
 from kvplan.models.rope import rope_caches
 from kvplan.models.sharding import WeightsEstimate, describe_parts, gib_str, per_rank_sum
 from kvplan.models.spec import ModelSpec
@@ -119,7 +119,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     if platform == "rocm" and Version("0.8.0") <= v < Version("0.27.0"):
         # compressed_tensors_moe.py::CompressedTensorsWNA16MoEMethod (Triton; Marlin is CUDA-only) registers the
         # w13/w2 g_idx and sort-index int32 tensors and keeps them (read in 0.11.0)
-        g_idx = _rocm_wna16_g_idx(groups, lay, ranges[stage], 0)
+        g_idx = wna16_g_idx_bytes(groups, lay, ranges[stage], 0)
         if g_idx:
             parts["moe_g_idx"] = g_idx
     if platform == "rocm" and v >= Version("0.8.0") and not online:  # serialized fp8 only (the online path
