@@ -219,7 +219,7 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
     ctx = derived_max_len(c) or derived_max_len(top) or 2048  # engines assume 2048 when no key says (vLLM warns)
     check_context_len(ctx, name)
     common = dict(
-        name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden,
+        name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden, config=top,
         vocab_size=_req(c, "vocab_size", name), num_attention_heads=heads, context_len=ctx, dtype=dtype,
         intermediate_size=int(c.get("intermediate_size") or 0), moe=_moe(c, n),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", top.get("tie_word_embeddings", False))),
@@ -247,7 +247,8 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
 
 
 def _with_weights(spec: ModelSpec, quant: dict[str, Any] | None) -> ModelSpec:
-    """Fill weight_bytes from the config's arithmetic when no checkpoint size is known (say so)."""
+    """Fill weight_bytes (the whole checkpoint) from the tensors config.json implies, when no checkpoint size is
+    known (say so)."""
     if spec.weight_bytes is not None:
         return spec
     from dataclasses import replace

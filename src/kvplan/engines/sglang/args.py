@@ -34,6 +34,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--dist-init-addr", S), Flag("--decode-log-interval", I), Flag("--watchdog-timeout", F),
     Flag("--enable-torch-compile", B), Flag("--chat-template", S), Flag("--log-requests", B),
     Flag("--disaggregation-mode", S), Flag("--enable-mixed-chunk", B), Flag("--schedule-policy", S),
+    Flag("--enable-ep-moe", B), Flag("--enable-deepep-moe", B), Flag("--moe-a2a-backend", S),
+    Flag("--moe-dense-tp-size", I), Flag("--enable-dp-lm-head", B), Flag("--disable-shared-experts-fusion", B),
 )
 
 # Flags that change memory in ways kvplan does not model; their presence is reported.
@@ -64,6 +66,14 @@ class SGLangArgs:
     kv_cache_dtype: str = "auto"
     page_size: int | None = None
     quantization: str | None = None
+    dtype: str = "auto"
+    # expert / DP-attention layout of the weights (engines/sglang/weights.py)
+    enable_ep_moe: bool = False
+    enable_deepep_moe: bool = False
+    moe_a2a_backend: str | None = None
+    moe_dense_tp_size: int | None = None
+    enable_dp_lm_head: bool = False
+    disable_shared_experts_fusion: bool = False
     attention_backend: str | None = None
     enable_hierarchical_cache: bool = False
     hicache_ratio: float | None = None

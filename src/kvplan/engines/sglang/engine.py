@@ -17,7 +17,6 @@ from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, ru
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
-from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
 from kvplan.units import GiB
@@ -161,6 +160,7 @@ class SGLangEngine(Engine):
         return report.host_refusal(plan)
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
+        from kvplan.engines.sglang.weights import model_weights_bytes
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
 
@@ -214,8 +214,7 @@ class SGLangEngine(Engine):
             host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
             model_path=args.model_path, world_size=args.world_size,
-            checkpoint_weights_bytes_per_rank=checkpoint_weights(model, args.tp_size, args.pp_size,
-                                                                 args.attn_tp_size),
+            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
                     model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),

@@ -20,7 +20,6 @@ from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
-from kvplan.models.weights import weights_per_rank
 from kvplan.units import GiB, MiB
 
 
@@ -104,8 +103,10 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                      f"({(cluster.gpu_mem_bytes - base.high_bytes) / GiB:.2f}-"
                      f"{(cluster.gpu_mem_bytes - base.low_bytes) / GiB:.2f}): GPU total minus "
                      f"{base.value_gib:.2f} GiB context and communicators ({base.source}; --free-gib sets it)")
-    w_bytes, w_src = weights_per_rank(model, args.tp_size, args.pp_size, args.attn_tp_size, weights_gib)
-    notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
+    from kvplan.engines.sglang.weights import plan_weights
+
+    w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
+    notes.extend(w_notes)
     slack = int(p_bytes * (1 - mfs))
     mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0
     rest = p_bytes - w_bytes - slack - mm_res

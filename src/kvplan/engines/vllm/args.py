@@ -73,6 +73,8 @@ class VLLMArgs:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     dtype: str = "auto"
+    quantization: str | None = None  # --quantization (online fp8 changes the weights held)
+    enable_expert_parallel: bool = False  # experts split over DP×TP ranks (layers/fused_moe/config.py)
     enforce_eager: bool = False
     swap_space: float | None = None
     cpu_offload_gb: float = 0.0

@@ -24,7 +24,6 @@ from kvplan.engines.vllm.rules import NEWEST
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
-from kvplan.models.weights import checkpoint_weights
 from kvplan.options import PlanOptions
 from kvplan.result import (
     ClusterSummary,
@@ -194,9 +193,9 @@ class VLLMEngine(Engine):
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
         from kvplan.engines.vllm.installed import installed_vllm
         from kvplan.engines.vllm.rules import default_version, rules_for
+        from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
-        from kvplan.models.weights import weights_per_rank
 
         args = args or parse_vllm(cmd)
         here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
@@ -245,14 +244,13 @@ class VLLMEngine(Engine):
         exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
                             or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
         try:
-            w_bytes, w_src = weights_per_rank(model, args.tensor_parallel_size, args.pipeline_parallel_size,
-                                              None, options.weights_gib)
+            w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
         except KvplanError:
             if not exact_budget:
                 raise
-            w_bytes, w_src = 0, "unknown (not needed: the KV memory is given)"
+            w_bytes, w_notes = 0, ("weights unknown (not needed: the KV memory is given)",)
         w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
-        notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
+        notes.extend(w_notes)
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
         kind = engine_kind(version, args.env)
         batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
@@ -310,8 +308,7 @@ class VLLMEngine(Engine):
             swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
             unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
             model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
-            checkpoint_weights_bytes_per_rank=checkpoint_weights(model, args.tensor_parallel_size,
-                                                                 args.pipeline_parallel_size),
+            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
                     model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
