@@ -13,10 +13,13 @@ Mechanism (``model_runner.py::ModelRunner.init_torch_distributed``, 0.4.x-0.5.x;
                    NVLS buffers are per channel, not per peer), but they depend on the interconnect: one value
                    per link class, from multi-GPU logs.
 
-Both values are means over the sourced logs in ``baseline_data.py``; nothing is fitted to a single launch: a link
-class with fewer than two logs takes its family's logs (PCIe with and without P2P), and a GPU whose family has no
-log falls back to its platform (all link classes) with a wider band. The band is the spread of those logs
-(min..max) plus their rounding, widened where a class has fewer than three logs.
+Both values are means over the sourced logs in ``baseline_data.py``. The transports differ by link class (NVLS
+multicast buffers on NVSwitch, NCCL P2P buffers in GPU memory on PCIe cards with P2P, host-memory SHM buffers on
+GeForce cards without P2P), so a class uses its own logs, even a single one, with a band widened where it has fewer
+than three; a class with no log takes its family's (PCIe with and without P2P), and a GPU whose family has no log
+falls back to its platform (all link classes) with a wider band. The band is the spread of the logs (min..max) plus
+their rounding. ``residuals(leave_one_out=True)`` predicts each log from the others (for a single-log class: from
+its family or platform).
 ``residuals(leave_one_out=True)`` predicts each log from the others.
 """
 
@@ -30,8 +33,8 @@ from statistics import mean
 from kvplan.engines.sglang.baseline_data import POINTS, BaselinePoint
 
 GiB = 1 << 30
-# link classes that share the transport: PCIe with P2P (NCCL P2P buffers in GPU memory) and without (GeForce:
-# NCCL's SHM transport keeps them in host memory) are one family when a class alone has fewer than two logs
+# PCIe with P2P (NCCL P2P buffers in GPU memory) and without (GeForce: NCCL's SHM transport keeps them in host
+# memory) are one family only for a class that has no log of its own
 FAMILY = {"nvswitch": "nvswitch", "pcie-p2p": "pcie", "geforce": "pcie", "rocm": "rocm"}
 CLASS_EXAMPLE = {"nvswitch": "NVIDIA H100 80GB HBM3", "pcie-p2p": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
                  "geforce": "NVIDIA GeForce RTX 4090", "rocm": "AMD Instinct MI300X"}
@@ -108,10 +111,10 @@ def _estimate(fit: _Fit, gpu_name: str | None, ranks_per_node: int) -> Estimate:
     else:
         vals = fit.comm.get(link, ())
         fam = tuple(v for lk, vs in fit.comm.items() if FAMILY.get(lk) == FAMILY.get(link) for v in vs)
-        if len(vals) >= 2:
+        if vals:  # the class's own logs (a single log: its value, the band widened in _range)
             k, k_lo, k_hi = _range(vals, 0.3)
-            why += f" + {link} communicators {k:.2f} GiB (mean of {len(vals)} logs)"
-        elif len(fam) >= 2:  # one log or none of this class: its family (PCIe with and without P2P)
+            why += f" + {link} communicators {k:.2f} GiB (mean of {len(vals)} {link} log{'s' * (len(vals) > 1)})"
+        elif len(fam) >= 2:  # no log of this class: its family (PCIe with and without P2P)
             k, k_lo, k_hi = _range(fam, 0.3)
             why += f" + {FAMILY[link]} communicators {k:.2f} GiB (mean of {len(fam)} {FAMILY[link]} logs)"
         else:  # no family either: the platform's classes, wider
