@@ -155,3 +155,13 @@ def test_gptq_per_channel_group_size_gives_positive_weights():
 def test_real_configs_still_parse():
     assert spec_from_config(LLAMA).num_layers == 32
     assert spec_from_config(DSV3).num_layers == 61
+
+
+def test_sliding_window_zero_means_no_window():
+    # transformers' Qwen2MoeConfig(use_sliding_window=False) serialises sliding_window 0 (seen in CI's tiny
+    # checkpoints); a negative window is still refused
+    moe = {**LLAMA, "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "sliding_window": 0,
+           "use_sliding_window": False, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 1408}
+    assert spec_from_config(moe).sliding_window is None
+    with pytest.raises(KvplanError, match="sliding_window"):
+        spec_from_config({**moe, "sliding_window": -1})

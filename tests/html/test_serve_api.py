@@ -149,8 +149,10 @@ def test_body_limit(url):
             for _ in range(MAX_BODY // 65536 + 2):
                 yield b" " * 65536
 
-    with pytest.raises(BadRequest) as e:
-        asyncio.run(_read_json(Streamed()))
+    # a fresh thread: another test's Playwright (sync API) may leave an event loop running in this one
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool, pytest.raises(BadRequest) as e:
+        pool.submit(asyncio.run, _read_json(Streamed())).result(timeout=60)
     assert e.value.status == 413
 
 

@@ -8,7 +8,8 @@ silently replaced by a default (``num_key_value_heads: 0`` is an error, not "use
 * ``num_hidden_layers`` 1..10,000 (the largest released models have < 200 layers);
 * heads, head dims, KV heads, LoRA ranks >= 1 (and <= 65,536); ``num_key_value_heads`` <= attention heads;
 * ``hidden_size`` 1..2^20; ``intermediate_size`` (and MoE widths) 0..2^24; ``vocab_size`` 1..2^26;
-* length keys (``max_position_embeddings`` ...) and ``sliding_window`` 1..2^31; RoPE ``factor`` in (0, 10^4];
+* length keys (``max_position_embeddings`` ...) 1..2^31; ``sliding_window`` 0..2^31 (0 and null mean no window:
+  transformers' Qwen2-MoE config writes 0 when ``use_sliding_window`` is off); RoPE ``factor`` in (0, 10^4];
 * ``first_k_dense_replace`` <= layers; experts 0..65,536, ``num_experts_per_tok`` <= experts;
 * without ``head_dim``, the head size is ``hidden_size // num_attention_heads`` (transformers' default for these
   architectures), so the heads must divide the hidden size (and never exceed it).
@@ -32,7 +33,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
     "num_local_experts": (0, WIDE), "num_experts_per_tok": (0, WIDE), "n_shared_experts": (0, 1024),
     "first_k_dense_replace": (0, v.MAX_LAYERS), "kv_lora_rank": (1, WIDE), "qk_rope_head_dim": (1, WIDE),
     "qk_nope_head_dim": (1, WIDE), "v_head_dim": (1, WIDE), "q_lora_rank": (0, WIDE),
-    "sliding_window": (1, v.MAX_TOKENS), "max_window_layers": (0, v.MAX_LAYERS),
+    "sliding_window": (0, v.MAX_TOKENS), "max_window_layers": (0, v.MAX_LAYERS),
     "full_attention_interval": (1, v.MAX_LAYERS), "sliding_window_pattern": (1, v.MAX_LAYERS),
     "_sliding_window_pattern": (1, v.MAX_LAYERS), "num_nextn_predict_layers": (0, 1024),
     "linear_num_key_heads": (1, WIDE), "linear_num_value_heads": (1, WIDE), "linear_key_head_dim": (1, WIDE),
