@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "logcorpus"
+HELDOUT_CORPUS = ROOT / "tests" / "data" / "preflight"  # public launches nobody tuned kvplan for (its README)
 VERSION_RE = re.compile(r"\b(?:v)?(0\.\d+\.\d+(?:\.post\d+|\.\d+)?)\b")
 LAUNCHER_RE = re.compile(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)")
 
@@ -24,6 +25,12 @@ def load_cases(corpus: Path) -> list[dict]:
 def model_id(case: dict) -> str:
     """The case's model without the corpus' parenthetical notes ("Qwen/X (Qwen3MoeForCausalLM)" -> "Qwen/X")."""
     return re.sub(r"\s*\(.*$", "", str(case.get("model") or "")).strip()
+
+
+def model_config(case: dict, corpus: Path) -> str | None:
+    """The case's vendored config.json (``model_config`` is relative to the corpus directory), if it has one."""
+    rel = case.get("model_config")
+    return str(corpus / rel) if rel else None
 
 
 def engine_version(case: dict) -> str | None:

@@ -1,8 +1,12 @@
-"""Preflight fidelity: every ../shared/logcorpus case with a launch command (or its args), a GPU and a KV
-figure, planned by ``kvplan check`` from the command alone — no figure of the log is fed in — and compared
-with the KV capacity the engine then logged.
+"""Preflight fidelity: every case with a launch command (or its args), a GPU and a KV figure, planned by
+``kvplan check`` from the command alone — no figure of the log is fed in — and compared with the KV capacity
+the engine then logged.
 
-    python benchmarks/preflight.py [--corpus DIR] [--json]
+    python benchmarks/preflight.py [--corpus DIR ...] [--json]
+
+``--corpus`` may be given more than once; the default is ../shared/logcorpus (the development corpus).
+``--corpus tests/data/preflight`` is the held-out corpus of public launches nobody tuned kvplan for (its README);
+its cases may carry ``model_config`` (a vendored config.json, relative to the corpus), passed to ``check``.
 
 Compared figure: SGLang ``#tokens`` / ``max_total_num_tokens`` (per rank); vLLM ``GPU KV cache size`` tokens
 (V1) or ``# GPU blocks`` (V0). Ends with the line
@@ -17,7 +21,7 @@ import json
 import statistics
 from pathlib import Path
 
-from corpus import DEFAULT_CORPUS, engine_version, gpu_option, load_cases, model_id  # noqa: E402
+from corpus import DEFAULT_CORPUS, engine_version, gpu_option, load_cases, model_config, model_id  # noqa: E402
 from corpus import command as case_command  # noqa: E402
 
 TOKEN_KEYS = ("kv_tokens", "max_total_num_tokens", "gpu_kv_cache_tokens", "gpu_kv_tokens")
@@ -53,7 +57,7 @@ def predicted(plan: dict, figure: str) -> tuple[int | None, list[float] | None]:
     return rank["kv_tokens"], band
 
 
-def run_case(case: dict) -> dict | None:
+def run_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> dict | None:
     from kvplan import check
     from kvplan.errors import KvplanError
 
@@ -61,12 +65,21 @@ def run_case(case: dict) -> dict | None:
     opts = gpu_option(case, default=None)
     cmd = case_command(case)
     row = {"id": case["id"], "engine": case["engine"], "model": model_id(case), "figure": None, "observed": None,
-           "predicted": None, "error_pct": None, "band": None, "reason": None}
-    if fig is None or not opts or cmd is None:
-        return None  # not a preflight case: no KV figure, no GPU or no command/model
+           "predicted": None, "error_pct": None, "band": None, "reason": None,
+           "gpu": opts.get("gpu") or (f"{opts['gpu_mem_mib']} MiB" if opts and "gpu_mem_mib" in opts else None),
+           "gpu_inferred": bool(case.get("gpu_inferred"))}
+    if fig is None or cmd is None or not (opts or case.get("gpu")):
+        return None  # not a preflight case: no KV figure, no command/model, or no GPU named or implied
     row["figure"], row["observed"] = fig
+    if not opts:  # a GPU is named, but kvplan's catalog lacks it and the log printed no total: report, don't hide
+        row["gpu"], row["version"] = case["gpu"], engine_version(case) or "?"
+        row["reason"] = (f"GPU {case['gpu']!r} is not in kvplan's GPU catalog and the log printed no total memory "
+                         "(kvplan gpus lists the catalog)")
+        return row
     if engine_version(case):
         opts["engine_version"] = engine_version(case)
+    if model_config(case, corpus):
+        opts["model_config"] = model_config(case, corpus)
     row["version"] = opts.get("engine_version", "?")
     try:
         plan = check(cmd, host_mem_gib=4096.0, **opts).to_dict()
@@ -99,23 +112,38 @@ def summary(rows: list[dict]) -> str:
             f"band coverage {cov}, median band width {wid} ({len(rows) - n} refused)")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    rows = [r for r in (run_case(c) for c in load_cases(Path(a.corpus))) if r is not None]
-    if a.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(f"{'case':<46} {'engine':<6} {'version':<11} {'fig':<6} {'logged':>9} {'predicted':>9} {'err %':>7}"
-              "  band / reason")
-        for r in rows:
+def table(rows: list[dict]) -> list[str]:
+    """One row per case, grouped by engine and GPU (``*`` marks a GPU inferred from printed figures)."""
+    out = [f"{'case':<58} {'version':<11} {'fig':<6} {'logged':>9} {'predicted':>9} {'err %':>7}  band / reason"]
+    for key in sorted({(r["engine"], str(r["gpu"])) for r in rows}):
+        out.append(f"-- {key[0]} on {key[1]}")
+        for r in (r for r in rows if (r["engine"], str(r["gpu"])) == key):
             err = "" if r["error_pct"] is None else f"{r['error_pct']:+.2f}"
             band = f"[{r['band'][0]:,.0f}, {r['band'][1]:,.0f}]" if r["band"] else ""
-            print(f"{r['id'][:46]:<46} {r['engine']:<6} {str(r.get('version'))[:11]:<11} {r['figure']:<6} "
-                  f"{r['observed']:>9} {str(r['predicted'] or ''):>9} {err:>7}  {band or r['reason'] or ''}")
-    print(summary(rows))
+            name = r["id"][:57] + ("*" if r.get("gpu_inferred") else "")
+            out.append(f"{name:<58} {str(r.get('version'))[:11]:<11} {r['figure']:<6} {r['observed']:>9} "
+                       f"{str(r['predicted'] or ''):>9} {err:>7}  {band or r['reason'] or ''}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", action="append", help="corpus directory (repeatable); default ../shared/logcorpus")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    corpora = [Path(c) for c in (a.corpus or [str(DEFAULT_CORPUS)])]
+    results = []
+    for corpus in corpora:
+        rows = [r for r in (run_case(c, corpus) for c in load_cases(corpus)) if r is not None]
+        results.append((corpus, rows))
+    if a.json:
+        print(json.dumps({str(c): rows for c, rows in results}, indent=1))
+        return
+    for corpus, rows in results:
+        print(f"== {corpus}")
+        print("\n".join(table(rows)))
+    for corpus, rows in results:
+        print(summary(rows) + (f"  [{corpus.name}]" if len(results) > 1 else ""))
 
 
 if __name__ == "__main__":
