@@ -1,11 +1,12 @@
-"""Plan every engine container of a deployment with its own limits as the budget.
+"""Plan every engine container of a deployment with its own limits.
 
-Per container: the GPU from ``--gpu`` or the manifest's node selector / ``--gres`` type, GPUs per node from its
-resources, nodes from the workload (LeaderWorkerSet size, ``--nodes``), the engine version from the image tag
-unless ``--engine-version`` is given, the host budget from the container's memory limit (the cgroup that
-OOM-kills) or ``--host-mem-gib`` (the node), ``/dev/shm`` from the container's own size. Then the same
-``check`` as a bare command, whose findings include the deployment rules (``container-memory-limit``,
-``shm-too-small``, ``gpu-count-mismatch``, ``ipc-missing``).
+Per container: the GPU from ``--gpu`` or the manifest's node selector / ``--gres`` type; the nodes one engine spans
+from the workload (LeaderWorkerSet size, ``#SBATCH --nodes``; SGLang's ``--nnodes`` is read by the engine itself);
+the engine version from the image tag when the image is that engine's and ``--engine-version`` is not given; and
+the container's limits as typed PlanOptions: ``container_mem_gib`` (the cgroup limit that OOM-kills; also the host
+budget when ``--host-mem-gib`` does not give the node's memory), ``shm_gib`` (its /dev/shm), ``gpus_requested``
+(GPUs given per pod / node). Then the same ``check`` as a bare command, whose findings include the deployment rules
+(``container-memory-limit``, ``shm-too-small``, ``gpu-count-mismatch``, ``ipc-missing``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from typing import Any
 
 from kvplan.deploy.model import Container
 from kvplan.errors import KvplanError
+from kvplan.result import CheckResult
 from kvplan.units import GiB
 
 
 @dataclass(frozen=True)
 class DeployItem:
+    """One engine container and its check (or the one-line reason it could not be planned)."""
+
     container: Container
-    result: Any | None  # CheckResult, or None when the container could not be planned
+    result: CheckResult | None
     error: str | None = None
     assumptions: tuple[str, ...] = ()
 
@@ -31,7 +35,7 @@ class DeployItem:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.container
-        return {"source": c.source, "workload": c.workload, "container": c.name, "image": c.image,
+        return {"name": c.label, "source": c.source, "workload": c.workload, "container": c.name, "image": c.image,
                 "command": " ".join(c.argv),
                 "limits": {"memory_limit_bytes": c.memory_limit_bytes, "memory_limit_source": c.memory_limit_source,
                            "shm_bytes": c.shm_bytes, "shm_source": c.shm_source, "ipc_host": c.ipc_host,
@@ -52,6 +56,9 @@ class DeployResult:
 
     @property
     def exit_code(self) -> int:
+        """2 when a container could not be planned (bad input), 1 on an error finding, else 0."""
+        if any(i.error for i in self.items):
+            return 2
         return 1 if self.verdict == "fail" else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,7 +81,10 @@ def _gpu_name(product: str) -> str | None:
 
 
 def options_for(c: Container, base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """PlanOptions fields for one container: the CLI's own options win, the manifest fills the rest."""
+    """PlanOptions fields for one container: the command line's own options win, the manifest fills the rest."""
+    from kvplan.deploy.images import is_image_of
+    from kvplan.engines import detect_engine, split_command
+
     opts = {k: v for k, v in base.items() if v is not None}
     notes: list[str] = []
     if not opts.get("gpu") and not opts.get("gpu_mem_mib") and c.gpu_product:
@@ -84,32 +94,33 @@ def options_for(c: Container, base: dict[str, Any]) -> tuple[dict[str, Any], lis
             notes.append(f"GPU {name} from the manifest's {c.gpu_product!r}")
         else:
             notes.append(f"GPU label {c.gpu_product!r} is not in the catalog: pass --gpu")
-    if c.gpus and not opts.get("gpus_per_node"):
-        opts["gpus_per_node"] = c.gpus
     if c.nodes > 1 and opts.get("nodes", 1) == 1:
         opts["nodes"] = c.nodes
-    if c.engine_version and not opts.get("engine_version"):
+    engine = detect_engine(split_command(list(c.argv)))
+    if c.engine_version and not opts.get("engine_version") and is_image_of(c.image, engine.name):
         opts["engine_version"] = c.engine_version
         notes.append(f"engine version {c.engine_version} from the image tag {c.image}")
-    if c.memory_limit_bytes:
-        node = opts.get("host_mem_gib")
-        limit_gib = c.memory_limit_bytes / GiB
-        if node is None or limit_gib <= node:
-            opts["host_mem_gib"] = limit_gib
-            opts["host_mem_source"] = f"container memory limit ({c.memory_limit_source})"
-            opts["host_is_container_limit"] = True
-    opts["shm_bytes"] = c.shm_bytes
-    opts["shm_source"] = c.shm_source
+    if c.memory_limit_bytes is not None and opts.get("container_mem_gib") is None:
+        opts["container_mem_gib"] = c.memory_limit_bytes / GiB
+        opts["container_mem_source"] = c.memory_limit_source
+    if opts.get("shm_gib") is None:
+        if c.shm_bytes is not None:
+            opts["shm_gib"] = c.shm_bytes / GiB
+        opts["shm_source"] = c.shm_source
+    if c.gpus is not None and opts.get("gpus_requested") is None:
+        opts["gpus_requested"] = c.gpus
     return opts, notes
 
 
 def check_containers(containers: list[Container], base: dict[str, Any]) -> DeployResult:
+    """Each container's check; a container that cannot be planned keeps its one-line reason."""
     from kvplan.api import check
 
     items = []
     for c in containers:
-        opts, notes = options_for(c, base)
+        notes: list[str] = []
         try:
+            opts, notes = options_for(c, base)
             items.append(DeployItem(c, check(list(c.argv), **opts), assumptions=tuple(notes)))
         except KvplanError as e:
             items.append(DeployItem(c, None, error=str(e), assumptions=tuple(notes)))

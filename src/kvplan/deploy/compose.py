@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from kvplan.deploy import images
-from kvplan.deploy.docker import DOCKER_DEFAULT_SHM, _with_engine_env
+from kvplan.deploy.docker import DOCKER_DEFAULT_SHM
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import docker_bytes
 from kvplan.deploy.shell import find_in_tokens, substitute
@@ -92,7 +92,7 @@ def from_compose(doc: dict, source: str) -> list[Container]:
         notes = tuple(f"${{{v}}} is not set in the file; left as written" for v in sorted(set(missing)))
         out.append(Container(
             source=source, workload=f"service {name}", name=str(svc.get("container_name") or name),
-            argv=tuple(_with_engine_env(hit.argv, env)), env=env, image=svc.get("image"),
+            argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=svc.get("image"),
             memory_limit_bytes=docker_bytes(mem, f"{where} memory") if mem is not None else None,
             memory_limit_source=(f"deploy.resources.limits.memory: {mem}" if limits.get("memory") else
                                  f"mem_limit: {mem}") if mem is not None else None,

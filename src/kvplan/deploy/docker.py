@@ -99,17 +99,10 @@ def from_run(tokens: list[str], source: str, env: dict[str, str] | None = None) 
     if not gpus_given and "--runtime" not in opts:
         notes.append("no --gpus: the container sees no GPU unless the runtime adds them")
     return Container(source=source, workload="docker run", name=opts.get("--name", "docker run"),
-                     argv=tuple(_with_engine_env(hit.argv, merged)), env=merged, image=image,
+                     argv=tuple(images.with_engine_env(hit.argv, merged)), env=merged, image=image,
                      memory_limit_bytes=docker_bytes(mem, "--memory") if mem else None,
                      memory_limit_source=f"--memory {mem}" if mem else None, shm_bytes=shm_bytes, shm_source=shm_src,
                      ipc_host=ipc_host, gpus=gpus, engine_version=images.tag_version(image), notes=tuple(notes))
-
-
-def _with_engine_env(argv: list[str], env: dict[str, str]) -> list[str]:
-    """Prefix the env variables the engines read (VLLM_*, LMCACHE_*, ...) that the command does not set."""
-    have = {t.split("=", 1)[0] for t in argv if "=" in t and not t.startswith("-")}
-    extra = [f"{k}={v}" for k, v in env.items() if k.startswith(images.ENGINE_ENV_PREFIXES) and k not in have and v]
-    return extra + argv
 
 
 def from_dockerfile(text: str, source: str) -> Container:
@@ -130,7 +123,7 @@ def from_dockerfile(text: str, source: str) -> Container:
             env, entry, cmd = {}, [], []
         elif word == "ENV":
             if "=" in rest.split(" ", 1)[0]:
-                env.update(t.split("=", 1) for t in shlex.split(rest) if "=" in t)
+                env.update((k, v) for k, _, v in (t.partition("=") for t in shlex.split(rest)) if _)
             elif rest:
                 k, _, v = rest.partition(" ")
                 env[k] = v.strip()
@@ -150,7 +143,8 @@ def from_dockerfile(text: str, source: str) -> Container:
         raise KvplanError(f"{source}: the Dockerfile's ENTRYPOINT/CMD does not start SGLang or vLLM",
                           "give the file with the engine's launch command")
     return Container(source=source, workload="Dockerfile", name="Dockerfile",
-                     argv=tuple(_with_engine_env(hit.argv, env)), env=env, image=image, shm_bytes=DOCKER_DEFAULT_SHM,
+                     argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=image,
+                     shm_bytes=DOCKER_DEFAULT_SHM,
                      shm_source="docker's default 64 MB unless the run adds --shm-size or --ipc=host",
                      engine_version=images.tag_version(image),
                      notes=("limits come from the docker run / orchestrator that starts this image",))

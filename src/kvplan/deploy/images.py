@@ -1,24 +1,15 @@
-"""Engine container images: the entrypoint an image runs when a manifest gives only arguments, and the engine
-version its tag names.
+"""Engine container images: the entrypoint an image runs when a manifest gives only arguments, which engine an image
+is, the environment variables an engine reads, and the engine version an image tag names.
 
-Entrypoints read from the images' Dockerfiles (pinned):
-- ``vllm/vllm-openai``: ``ENTRYPOINT ["vllm", "serve"]`` since v0.8.x, ``["python3", "-m",
-  "vllm.entrypoints.openai.api_server"]`` before
-  (https://github.com/vllm-project/vllm/blob/v0.11.0/docker/Dockerfile, target ``vllm-openai``);
-  both are the same server for kvplan.
-- ``lmsysorg/sglang``, ``rocm/vllm*``, ``rocm/sgl-dev``: no entrypoint (the manifest gives the command).
+Which image runs which entrypoint, which words name an engine's images and which variables it reads are engine
+knowledge: each registered Engine lists them (``image_entrypoints``, ``image_hints``, ``env_prefixes``;
+``kvplan/engines/<engine>/deploy.py`` with their sources); this module only asks.
 """
 
 from __future__ import annotations
 
 import re
 
-# image repository (without registry) -> entrypoint tokens
-ENTRYPOINTS: dict[str, tuple[str, ...]] = {
-    "vllm/vllm-openai": ("vllm", "serve"),
-    "vllm/vllm-openai-rocm": ("vllm", "serve"),
-}
-ENGINE_ENV_PREFIXES = ("VLLM_", "SGLANG_", "SGL_", "LMCACHE_")  # env the engines read (kept in the command)
 _VERSION = re.compile(r"(?:^|[^0-9.])v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.\d+)?)(?![0-9])")
 
 
@@ -34,13 +25,47 @@ def repository(image: str) -> str:
 
 
 def entrypoint(image: str | None) -> tuple[str, ...] | None:
-    return ENTRYPOINTS.get(repository(image)) if image else None
+    """The ENTRYPOINT an engine image runs (None: unknown image, or one without an entrypoint)."""
+    if not image:
+        return None
+    from kvplan.engines import all_engines
+
+    repo = repository(image)
+    for eng in all_engines():
+        if repo in eng.image_entrypoints:
+            return eng.image_entrypoints[repo]
+    return None
+
+
+def engine_env_prefixes() -> tuple[str, ...]:
+    """Prefixes of the environment variables any registered engine reads (kept with the launch command)."""
+    from kvplan.engines import all_engines
+
+    return tuple(p for eng in all_engines() for p in eng.env_prefixes)
+
+
+def is_image_of(image: str | None, engine_name: str) -> bool:
+    """True when the image's repository names that engine (``lmsysorg/sglang``, ``vllm/vllm-openai``)."""
+    if not image:
+        return False
+    from kvplan.engines import get_engine
+
+    repo = repository(image).lower()
+    return any(h in repo for h in get_engine(engine_name).image_hints)
 
 
 def tag_version(image: str | None) -> str | None:
-    """The engine version a tag names (``v0.5.9-cu129`` -> 0.5.9, ``..._vllm_0.6.4`` -> 0.6.4), else None."""
+    """The version a tag names (``v0.5.9-cu129`` -> 0.5.9, ``..._vllm_0.6.4`` -> 0.6.4), else None. Only an engine
+    image's tag is the engine's version (``is_image_of``); callers check that."""
     if not image or ":" not in image.rsplit("/", 1)[-1]:
         return None
     tag = image.rsplit(":", 1)[1]
     hits = _VERSION.findall(tag)
     return hits[-1] if hits else None
+
+
+def with_engine_env(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Prefix the variables the engines read (``engine_env_prefixes``) that the command itself does not set."""
+    have = {t.split("=", 1)[0] for t in argv if "=" in t and not t.startswith("-")}
+    prefixes = engine_env_prefixes()
+    return [f"{k}={v}" for k, v in env.items() if k.startswith(prefixes) and k not in have and v] + argv

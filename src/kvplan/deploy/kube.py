@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.deploy import images
-from kvplan.deploy.docker import _with_engine_env
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import k8s_bytes
 from kvplan.deploy.shell import find_in_tokens, substitute
@@ -171,7 +170,7 @@ def from_kube(doc: dict, source: str) -> list[Container]:
             workload = f"{kind}/{name}" + (f" ({role})" if role else "")
             out.append(Container(
                 source=source, workload=workload, name=str(c.get("name") or ""),
-                argv=tuple(_with_engine_env(hit.argv, env)), env=env, image=c.get("image"),
+                argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=c.get("image"),
                 memory_limit_bytes=mem_bytes, memory_limit_source=f"resources.limits.memory: {mem}" if mem else None,
                 shm_bytes=shm, shm_source=shm_src, ipc_host=ipc, gpus=gpus, gpu_product=_gpu_product(pod),
                 nodes=pods, replicas=replicas, engine_version=images.tag_version(c.get("image")), notes=tuple(notes)))

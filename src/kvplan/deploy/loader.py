@@ -64,7 +64,7 @@ def _yaml_docs(text: str, source: str) -> list:
 
 def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
     """Containers in one file's text."""
-    from kvplan.deploy import compose, docker, kube, shell, slurm
+    from kvplan.deploy import compose, docker, images, kube, shell, slurm
 
     stripped = text.lstrip()
     first = stripped.split(None, 1)[0].upper() if stripped else ""
@@ -107,10 +107,9 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
     if hit is None:
         raise KvplanError(f"{source}: no SGLang or vLLM launch command found",
                           "give a Compose file, Kubernetes manifest, Dockerfile, sbatch script or docker run line")
-    from kvplan.deploy.docker import _with_engine_env
 
     return [Container(source=source, workload="script", name=Path(source).name,
-                      argv=tuple(_with_engine_env(hit.argv, hit.env)), env=hit.env,
+                      argv=tuple(images.with_engine_env(hit.argv, hit.env)), env=hit.env,
                       notes=tuple(f"${v} is not set in the script; left as written" for v in hit.unresolved))]
 
 

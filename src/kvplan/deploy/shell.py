@@ -34,22 +34,22 @@ class Found:
 def substitute(text: str, env: Mapping[str, str], k8s: bool = False, missing: list[str] | None = None) -> str:
     """``$VAR`` / ``${VAR:-default}`` (and ``$(VAR)`` for Kubernetes) from ``env``; unknown ones stay."""
 
-    def shell(m: re.Match) -> str:
+    def shell(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
             return env[name]
         if m.group(2) is not None:
-            return m.group(2)
+            return str(m.group(2))
         if missing is not None:
             missing.append(name)
-        return m.group(0)
+        return str(m.group(0))
 
-    def kube(m: re.Match) -> str:
+    def kube(m: re.Match[str]) -> str:
         if m.group(1) in env:
             return env[m.group(1)]
         if missing is not None:
             missing.append(m.group(1))
-        return m.group(0)
+        return str(m.group(0))
 
     out = _K8S_VAR.sub(kube, text) if k8s else text
     return _SHELL_VAR.sub(shell, out)
@@ -123,7 +123,7 @@ def find_in_script(text: str, env: Mapping[str, str] | None = None, depth: int =
         if words and words[0] == "export":
             words = words[1:]
         if words and all(_ASSIGN.match(w) for w in words):  # FOO=bar / export FOO=bar
-            scope.update(w.split("=", 1) for w in words)
+            scope.update((k, v) for k, _, v in (w.partition("=") for w in words))
             continue
         hit = find_in_tokens(words, scope, depth)
         if hit is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from kvplan.deploy.docker import _with_engine_env
+from kvplan.deploy import images
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import slurm_mem_bytes
 from kvplan.deploy.shell import find_in_script
@@ -84,6 +84,6 @@ def from_sbatch(text: str, source: str) -> Container:
                           "the script must run the engine (directly or through srun)")
     notes += [f"${v} is not set in the script; left as written" for v in hit.unresolved]
     return Container(source=source, workload="sbatch job", name=opts.get("--job-name") or opts.get("-J") or "job",
-                     argv=tuple(_with_engine_env(hit.argv, hit.env)), env=hit.env, memory_limit_bytes=mem,
+                     argv=tuple(images.with_engine_env(hit.argv, hit.env)), env=hit.env, memory_limit_bytes=mem,
                      memory_limit_source=mem_src, shm_bytes=None, shm_source="the node's /dev/shm", gpus=gpus,
                      gpu_product=gpu_type, nodes=nodes, notes=tuple(notes))
