@@ -65,6 +65,17 @@ class RankPlan:
     swa_tokens: int | None = None
     mamba_slots: int | None = None
     kv_blocks: int | None = None
+    kv_tokens_low: int | None = None  # the band: every estimated input at its worst / best end (None: exact)
+    kv_tokens_high: int | None = None
+
+    @property
+    def kv_tokens_range(self) -> tuple[int, int]:
+        """(low, high) KV tokens per rank: the value itself when every input is exact (a log's figures, a given KV
+        size), else the plan at each estimated input's ends (engines/<engine>: baseline, weights, activation peak,
+        non-torch, graphs)."""
+        lo = self.kv_tokens if self.kv_tokens_low is None else self.kv_tokens_low
+        hi = self.kv_tokens if self.kv_tokens_high is None else self.kv_tokens_high
+        return min(lo, self.kv_tokens), max(hi, self.kv_tokens)
 
     @property
     def static(self) -> StaticPoolBudget | None:
@@ -79,6 +90,7 @@ class RankPlan:
         d: dict[str, Any] = {
             "weights_bytes": self.weights_bytes, "baseline_free_bytes": st.baseline_free_bytes,
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_tokens": self.kv_tokens,
+            "kv_tokens_range": list(self.kv_tokens_range),
             "kv_pool_bytes": self.kv_pool_bytes, "headroom_bytes": st.headroom_bytes,
             "max_running_requests": self.max_running_requests, "req_to_token_bytes": st.req_to_token_bytes,
             "cuda_graph_bytes": st.cuda_graph_bytes, "headroom_after_pools_bytes": st.headroom_after_pools_bytes,

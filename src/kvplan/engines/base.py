@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 from kvplan.engines.cmdline import LaunchCommand, flags_from_values
 from kvplan.errors import KvplanError
 from kvplan.result import Finding, Plan
-from kvplan.units import fmt_gib
+from kvplan.units import fmt_count_band, fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
@@ -235,7 +235,8 @@ class Engine(ABC):
         r = plan.per_rank
         return [("weights", fmt_gib(r.weights_bytes), "per rank"),
                 ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", plan.settings.kv_cache_dtype),
-                ("KV tokens", f"{r.kv_tokens:,}", "per rank"), ("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU"),
+                ("KV tokens", fmt_count_band(r.kv_tokens, *r.kv_tokens_range), "per rank"),
+                ("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU"),
                 ("max running requests", f"{r.max_running_requests:,}", "per rank")]
 
     # ---- host tiers ----

@@ -12,7 +12,7 @@ from kvplan.engines.results import Comparison, ServingDialect, SliderView, Start
 from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
-from kvplan.engines.sglang.memory import plan_gpu
+from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
@@ -180,6 +180,7 @@ class SGLangEngine(Engine):
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, nodes,
                                   options.host_mem_gib, world_size=args.world_size, limits=options)
         gpu = plan_gpu(model, args, cluster, rules, version, options.weights_gib, options.free_gib)
+        band = kv_tokens_band(model, args, cluster, rules, version, gpu)
         # ranks_per_host = launch_world_size // nnodes (the engine's own split, 0.5.20+)
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
         seen = cluster.host_mem_bytes  # 0.5.23's check also reads the cgroup: min(available, cgroup headroom)
@@ -195,7 +196,7 @@ class SGLangEngine(Engine):
             weights_bytes=gpu.weights_bytes, kv_bytes_per_token=gpu.cell.bytes_per_token, kv_tokens=gpu.kv_tokens,
             kv_pool_bytes=gpu.kv_pool_bytes, max_running_requests=gpu.max_running_requests, budget=budget,
             host_kv_tokens=host.tokens, host_kv_bytes=host.bytes, host_kv_pinned_bytes=host.pinned_bytes,
-            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots)
+            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1])
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, **cluster.node_limits())

@@ -205,6 +205,7 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
+        from kvplan.models.weights_band import WeightsPlan
 
         args = args or parse_vllm(cmd)
         here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
@@ -233,34 +234,40 @@ class VLLMEngine(Engine):
         else:
             cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
                                       options.host_mem_gib, world_size=args.world_size, limits=options)
+        from kvplan.engines.vllm.mla import kv_heads
+
+        hk = kv_heads(model, version, args.env)
+        if hk.note:
+            notes.append(hk.note)
         # config/model.py::_get_and_verify_max_len: the derived length, capped by the tokenizer's model_max_length
         max_len = args.max_model_len or min(model.context_len, model.tokenizer_max_len or model.context_len)
-        if args.is_cpu and model.is_mla:
+        if args.is_cpu and hk.mla:
             block, bsrc = 16, "CPU MLA backend forces 16 (platforms/cpu.py)"
         elif args.block_size:
             block, bsrc = args.block_size, "--block-size"
         elif args.is_cpu:
             block, bsrc = 128, "vLLM-CPU default"
-        elif model.is_mla:
+        elif hk.mla:
             block, bsrc = 64, "FlashMLA block size (backend-dependent: CUTLASS MLA uses 128)"
         else:
             block, bsrc = rules.default_block_size, "CacheConfig default"
         platform, cc = platform_of(cluster.gpu_name, args.is_cpu)
         mdt = resolve_dtype(version, args.dtype, model.dtype, model.model_type, platform, cc)
         kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, mdt)
-        stages = layer_specs(model, args, block, kv_bytes)
+        stages = layer_specs(model, args, block, kv_bytes, hk)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
         exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
                             or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
         try:
-            w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
+            wp = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
         except KvplanError:
             if not exact_budget:
                 raise
-            w_bytes, w_notes = 0, ("weights unknown (not needed: the KV memory is given)",)
-        w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
-        notes.extend(w_notes)
+            wp = WeightsPlan.given(0, ("weights unknown (not needed: the KV memory is given)",))
+        offload = int(args.cpu_offload_gb * GiB)
+        w_bytes = max(0, wp.bytes - offload)
+        notes.extend(wp.notes)
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
         kind = engine_kind(version, args.env)
         batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
@@ -268,7 +275,9 @@ class VLLMEngine(Engine):
                                is_mla=model.is_mla, is_multimodal=model.is_multimodal,
                                has_sliding_window=model.n_swa_layers > 0, platform=platform,
                                mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
-        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes)
+        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
+                             weights_low_bytes=max(0, wp.low_bytes - offload),
+                             weights_high_bytes=max(0, wp.high_bytes - offload))
         b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
                    rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
         notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
@@ -278,6 +287,9 @@ class VLLMEngine(Engine):
                                                                    else args.pipeline_parallel_size)
         cap = capacity(layout, b.available_bytes, block, max_len, batches * mnbt, rules.capacity_formula,
                        args.num_gpu_blocks_override)
+        # the band: the same capacity at every estimated term's high end, then at its low end (terms.Budget)
+        cap_lo, cap_hi = (capacity(layout, max(0, x), block, max_len, batches * mnbt, rules.capacity_formula,
+                                   args.num_gpu_blocks_override) for x in b.available_range_bytes)
         per_req_bytes = sum(s.blocks_per_request(block, max_len, batches * mnbt) * s.page_bytes
                             for s in max(stages, key=lambda st: sum(x.page_bytes for x in st)))
         ranks_node = min(cluster.gpus_per_node, args.world_size)
@@ -289,7 +301,8 @@ class VLLMEngine(Engine):
             kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, max_running_requests=seqs,
             budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
             host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
-            host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks)
+            host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks,
+            kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens))
         node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                         host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
@@ -312,7 +325,7 @@ class VLLMEngine(Engine):
             blocks_per_request=cap.blocks_per_request, one_request_bytes=per_req_bytes,
             tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size,
             data_parallel_size=args.data_parallel_size, context_len=max_len,
-            kv_heads_per_rank=1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
+            kv_heads_per_rank=1 if hk.mla else max(1, hk.total_heads // args.tensor_parallel_size),
             layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
             host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
             swap_space=rules.swap_space, flags_given=tuple(args.flags_given),

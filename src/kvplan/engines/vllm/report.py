@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Plan
-from kvplan.units import GiB, fmt_gib, fmt_host
+from kvplan.units import GiB, fmt_count_band, fmt_gib, fmt_host
 
 
 def host_tiers(plan: Plan) -> list[str]:
@@ -32,7 +32,9 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
              + (" · MLA replicated per rank" if plan.model.is_mla else "")),
             ("KV blocks", f"{r.kv_blocks or 0:,}",
              "per rank (= per engine: the minimum across ranks), incl. null block"),
-            ("KV cache size (tokens)", f"{rep.kv_tokens:,}", "as vLLM logs it"),
+            ("KV cache size (tokens)", fmt_count_band(rep.kv_tokens, *r.kv_tokens_range),
+             "as vLLM logs it" + ("" if r.kv_tokens_range[0] == r.kv_tokens_range[1]
+                                  else "; (band) every estimated budget term at its ends")),
             ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
              f"requests of max_model_len {s.max_model_len:,}"),
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
