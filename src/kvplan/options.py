@@ -10,6 +10,11 @@ def _help(text: str) -> dict[str, str]:
     return {"help": text}
 
 
+def _internal(text: str) -> dict[str, object]:
+    """A field set by code (kvplan.deploy), not a command-line option."""
+    return {"help": text, "cli": False}
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     gpu: str | None = field(default=None, metadata=_help(
@@ -33,3 +38,12 @@ class PlanOptions:
         "tokens per request (prompt+output), default 4096"))
     kv_memory_gib: float | None = field(default=None, metadata=_help(  # per rank, replaces vLLM's profiling
         "vLLM: KV memory per rank as a startup log printed it ('Available KV cache memory: X GiB')"))
+    # A container's limits (kvplan.deploy fills them from a manifest; --shm-gib / --container-mem-gib by hand)
+    shm_gib: float | None = field(default=None, metadata=_help(  # per node (one container per node)
+        "size of /dev/shm per node, GiB (a container's --shm-size; default: this machine's when detected)"))
+    container_mem_gib: float | None = field(default=None, metadata=_help(  # per node: the cgroup that OOM-kills
+        "container (cgroup) memory limit per node, GiB: the kernel OOM-kills the container above it"))
+    gpus_requested: int | None = field(default=None, metadata=_help(  # per node (pod / container / Slurm node)
+        "GPUs the container or job is given per node (checked against the launch's ranks per node)"))
+    shm_source: str | None = field(default=None, metadata=_internal("where the /dev/shm size comes from"))
+    container_mem_source: str | None = field(default=None, metadata=_internal("where the memory limit comes from"))

@@ -114,10 +114,18 @@ class NodePlan:
     host_available_bytes: int  # host memory available on the node (see host_available_source)
     host_available_source: str
     host_reserve_bytes: int = 0  # what the engine keeps free for the OS (SGLang: 10 GiB)
-    shm_bytes: int | None = None
+    shm_bytes: int | None = None  # size of /dev/shm on the node (inside the container)
+    # A container's limits (kvplan.deploy / --container-mem-gib, --gpus-requested); in the JSON only when known
+    shm_source: str | None = None
+    container_limit_bytes: int | None = None  # cgroup memory limit of the engine's container on this node
+    container_limit_source: str | None = None
+    gpus_requested: int | None = None  # GPUs the container / job is given on this node
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for k in ("shm_source", "container_limit_bytes", "container_limit_source", "gpus_requested"):
+            if d[k] is None:
+                del d[k]
         d["host_kv_gb"] = round(self.host_kv_bytes / 1e9, 2)
         d["host_available_gib"] = round(self.host_available_bytes / GiB, 2)
         return d

@@ -187,6 +187,21 @@ class Engine(ABC):
         """(the fix in words, the fixed command) for a host-memory KV cache of ``gib_per_rank`` GiB per rank."""
         raise NotImplementedError(f"{self.display_name} keeps no KV cache in host memory")
 
+    # ---- inside a deployment (kvplan.deploy: Docker, Compose, Kubernetes, Slurm) ----
+    image_entrypoints: ClassVar[Mapping[str, tuple[str, ...]]] = {}  # image repository -> the ENTRYPOINT it runs
+    image_hints: ClassVar[tuple[str, ...]] = ()  # words in an image repository that name this engine's images
+    env_prefixes: ClassVar[tuple[str, ...]] = ()  # environment variables it reads (kept with the launch command)
+
+    def cgroup_note(self, plan: Plan) -> str | None:
+        """What this engine version's own host-memory check does about a container's cgroup limit (reads it and
+        refuses, only warns, or is blind to it), for container-memory-limit; None when it makes no such check."""
+        return None
+
+    def ipc_shm_bytes(self, plan: Plan) -> int | None:
+        """/dev/shm the ranks of one node need for the engine's own inter-process queues (ipc-missing compares the
+        container's /dev/shm with it); None when not known."""
+        return None
+
     # ---- a running server ----
     default_port: ClassVar[int] = 8000
     health_paths: ClassVar[tuple[str, ...]] = ("/health", "/v1/models")  # all 2xx: ready

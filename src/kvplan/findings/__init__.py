@@ -16,7 +16,8 @@ from kvplan.result import Finding
 
 Context = FindingContext  # the name rules use
 GENERIC: tuple[tuple[int, str], ...] = (
-    (20, "host_oversubscribed"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
+    (15, "container_memory_limit"), (20, "host_oversubscribed"), (25, "gpu_count_mismatch"), (27, "ipc_missing"),
+    (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
     (130, "unknown_flags"), (140, "architecture_assumed"),
 )
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -4,6 +4,8 @@ Signals: per node, the pinned host tiers (SGLang HiCache pools, vLLM KV offloadi
 sum to more than the node's available memory minus the reserve the engine (or kvplan) keeps for the OS.
 Cause: the tier's size is per rank (or rounded up when pinned) while the user sized it as a total.
 Fix: the engine's own resize of the largest tier (``settings.host_fix``), re-planned to fit.
+Inside a container whose memory limit is at most the node's memory, the limit is the budget and
+container-memory-limit reports it instead.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ def check(ctx: Context) -> list[Finding]:
     p, n = ctx.plan, ctx.plan.per_node
     if not n.host_kv_bytes:
         return []
+    if n.container_limit_bytes is not None and n.container_limit_bytes <= n.host_available_bytes:
+        return []  # the container's limit binds before the node's memory: container-memory-limit reports it
     usable = n.host_available_bytes - n.host_reserve_bytes
     if n.host_kv_bytes <= usable:
         return []

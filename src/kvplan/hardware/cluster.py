@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.options import PlanOptions
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,16 @@ class Cluster:
     host_mem_source: str  # "--host-mem-gib" or "detected on this machine"
     shm_bytes: int | None = None
     gpu_source: str = "--gpu"
+    shm_source: str | None = None  # "--shm-size 16g", "docker's default 64 MB", "detected on this machine"
+    container_limit_bytes: int | None = None  # cgroup memory limit of the engine's container on one node
+    container_limit_source: str | None = None  # "resources.limits.memory: 400Gi"
+    gpus_requested: int | None = None  # GPUs the container / job is given on one node
+
+    def node_limits(self) -> dict[str, Any]:
+        """The NodePlan fields a container's limits fill (shm, cgroup limit, GPUs given)."""
+        return {"shm_bytes": self.shm_bytes, "shm_source": self.shm_source,
+                "container_limit_bytes": self.container_limit_bytes,
+                "container_limit_source": self.container_limit_source, "gpus_requested": self.gpus_requested}
 
     @property
     def gpu_mem_bytes(self) -> int:
@@ -35,8 +49,31 @@ def _positive(name: str, value: float | None) -> None:
         raise KvplanError(f"{name} must be a positive number, got {value}")
 
 
+def apply_limits(cluster: Cluster, options: PlanOptions | None) -> Cluster:
+    """The cluster inside a container: its /dev/shm (``shm_gib``), its cgroup memory limit (``container_mem_gib``:
+    the host budget too when the node's memory was not given, since the node is unknown then) and the GPUs it is
+    given (``gpus_requested``). Without any of them the cluster is unchanged."""
+    if options is None:
+        return cluster
+    changes: dict[str, Any] = {}
+    if options.shm_gib is not None:
+        changes.update(shm_bytes=int(options.shm_gib * GiB), shm_source=options.shm_source or "--shm-gib")
+    elif options.shm_source is not None or options.container_mem_gib is not None:
+        changes.update(shm_bytes=None, shm_source=options.shm_source)  # a container elsewhere: not this machine's
+    if options.container_mem_gib is not None:
+        limit = int(options.container_mem_gib * GiB)
+        src = options.container_mem_source or "--container-mem-gib"
+        changes.update(container_limit_bytes=limit, container_limit_source=src)
+        if options.host_mem_gib is None:
+            changes.update(host_mem_bytes=limit, host_mem_source=f"container memory limit ({src})")
+    if options.gpus_requested is not None:
+        changes["gpus_requested"] = options.gpus_requested
+    return replace(cluster, **changes) if changes else cluster
+
+
 def resolve_cluster(gpu: str | None = None, gpu_mem_mib: int | None = None, gpus_per_node: int | None = None,
-                    nodes: int = 1, host_mem_gib: float | None = None, world_size: int = 1) -> Cluster:
+                    nodes: int = 1, host_mem_gib: float | None = None, world_size: int = 1,
+                    limits: PlanOptions | None = None) -> Cluster:
     """Build the Cluster from options; fill the gaps from this machine (NVML, psutil) and say so."""
     from kvplan.hardware import detect
 
@@ -67,5 +104,6 @@ def resolve_cluster(gpu: str | None = None, gpu_mem_mib: int | None = None, gpus
     else:
         host, hsrc = detect.host_available_bytes(), "detected on this machine (MemAvailable)"
     shm = None if host_mem_gib else detect.shm_bytes()  # /dev/shm is only known for this machine
-    return Cluster(gpu_name=name, gpu_mem_mib=mib, gpus_per_node=per_node, nodes=int(nodes),
-                   host_mem_bytes=host, host_mem_source=hsrc, shm_bytes=shm, gpu_source=source)
+    return apply_limits(Cluster(gpu_name=name, gpu_mem_mib=mib, gpus_per_node=per_node, nodes=int(nodes),
+                                host_mem_bytes=host, host_mem_source=hsrc, shm_bytes=shm, gpu_source=source,
+                                shm_source="detected on this machine" if shm is not None else None), limits)

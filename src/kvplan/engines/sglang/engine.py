@@ -9,7 +9,7 @@ from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
-from kvplan.engines.sglang import launch, server
+from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
@@ -53,6 +53,8 @@ class SGLangEngine(Engine):
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
     shm_prefixes = launch.SHM_PREFIXES
+    image_hints = deploy.IMAGE_HINTS
+    env_prefixes = deploy.ENV_PREFIXES
     default_port = 30000
     info_paths = server.INFO_PATHS
     metrics = server.METRICS
@@ -149,6 +151,9 @@ class SGLangEngine(Engine):
 
         return report.rank_rows(plan)
 
+    def cgroup_note(self, plan: Plan) -> str | None:
+        return deploy.cgroup_note(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
         from kvplan.engines.sglang import report
 
@@ -173,13 +178,15 @@ class SGLangEngine(Engine):
             raise KvplanError(f"--avg-tokens must be >= 1, got {options.avg_tokens}")
         nodes = max(options.nodes, args.nnodes)
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, nodes,
-                                  options.host_mem_gib, world_size=args.world_size)
+                                  options.host_mem_gib, world_size=args.world_size, limits=options)
         gpu = plan_gpu(model, args, cluster, rules, version, options.weights_gib, options.free_gib)
         band = kv_tokens_band(model, args, cluster, rules, version, gpu)
         # ranks_per_host = launch_world_size // nnodes (the engine's own split, 0.5.20+)
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
-        host = plan_host(args, rules, gpu.kv_tokens, gpu.cell.bytes_per_token, gpu.page_size,
-                         cluster.host_mem_bytes, ranks_node)
+        seen = cluster.host_mem_bytes  # 0.5.23's check also reads the cgroup: min(available, cgroup headroom)
+        if rules.host_check == "split-by-ranks-cgroup" and cluster.container_limit_bytes is not None:
+            seen = min(seen, cluster.container_limit_bytes)
+        host = plan_host(args, rules, gpu.kv_tokens, gpu.cell.bytes_per_token, gpu.page_size, seen, ranks_node)
         budget = StaticPoolBudget(
             baseline_free_bytes=gpu.baseline_free_bytes, mem_fraction_static=gpu.mem_fraction_static,
             headroom_bytes=gpu.slack_bytes, req_to_token_bytes=gpu.req_to_token_bytes, cuda_graph_bytes=gpu.graph_bytes,
@@ -192,7 +199,7 @@ class SGLangEngine(Engine):
             swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1])
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
-                        host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, shm_bytes=cluster.shm_bytes)
+                        host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, **cluster.node_limits())
         groups = args.attn_dp_size
         fit_per_group = min(gpu.kv_tokens // options.avg_tokens, gpu.max_running_requests) if gpu.kv_tokens else 0
         replica = ReplicaPlan(

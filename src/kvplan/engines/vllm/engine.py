@@ -12,8 +12,8 @@ from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
-from kvplan.engines.vllm import launch, server
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
@@ -76,6 +76,9 @@ class VLLMEngine(Engine):
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
     shm_prefixes = launch.SHM_PREFIXES
+    image_entrypoints = deploy.ENTRYPOINTS
+    image_hints = deploy.IMAGE_HINTS
+    env_prefixes = deploy.ENV_PREFIXES
     default_port = 8000
     bare_openai_server = True
     metrics = server.METRICS
@@ -184,6 +187,12 @@ class VLLMEngine(Engine):
 
         return report.rank_rows(plan)
 
+    def cgroup_note(self, plan: Plan) -> str | None:
+        return deploy.cgroup_note(plan)
+
+    def ipc_shm_bytes(self, plan: Plan) -> int | None:
+        return deploy.ipc_shm_bytes(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
 
         from kvplan.engines.vllm import report
@@ -214,16 +223,17 @@ class VLLMEngine(Engine):
             raise KvplanError(f"--avg-tokens must be >= 1, got {options.avg_tokens}")
         notes: list[str] = []
         if args.is_cpu:
-            from kvplan.hardware.cluster import Cluster
+            from kvplan.hardware.cluster import Cluster, apply_limits
             from kvplan.hardware.detect import host_available_bytes
 
             host = int(options.host_mem_gib * GiB) if options.host_mem_gib else host_available_bytes()
-            cluster = Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size, options.nodes, host,
-                              "--host-mem-gib" if options.host_mem_gib else "detected on this machine (MemAvailable)",
-                              gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE")
+            cluster = apply_limits(Cluster(
+                "CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size, options.nodes, host,
+                "--host-mem-gib" if options.host_mem_gib else "detected on this machine (MemAvailable)",
+                gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE"), options)
         else:
             cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
-                                      options.host_mem_gib, world_size=args.world_size)
+                                      options.host_mem_gib, world_size=args.world_size, limits=options)
         from kvplan.engines.vllm.mla import kv_heads
 
         hk = kv_heads(model, version, args.env)
@@ -295,7 +305,7 @@ class VLLMEngine(Engine):
             kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens))
         node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                         host_available_source=cluster.host_mem_source,
-                        host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, shm_bytes=cluster.shm_bytes)
+                        host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
         usable = max(0, cap.num_blocks - 1)  # block 0 is the null block
         avg_blocks = -(-options.avg_tokens // block) * layout.num_groups
         fit = min(usable // avg_blocks if avg_blocks else 0, seqs)
