@@ -61,7 +61,8 @@ def test_ignores_sigterm(tmp_path):
     _aborted(run, "ready-timeout")
     assert len(run.pids) == 2
     assert run.event("exit")["stop_s"] >= 0.3  # it took the SIGKILL after the grace
-    assert run.ended - (run.started + 0.6) <= MAX_LATENCY_S + 0.5  # + kvplan's own start
+    # on kvplan's own clock (events' "t": from the spawn), so its Python start-up under a loaded machine is not counted
+    assert run.event("exit")["t"] - 0.6 <= MAX_LATENCY_S
 
 
 @pytest.mark.parametrize("clean_env", [False, True], ids=["marker", "clean-env"])
