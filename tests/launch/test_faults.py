@@ -135,7 +135,8 @@ def test_stop_on_request_is_clean(tmp_path, sig):
 def test_second_signal_skips_the_grace(tmp_path):
     run = launch(tmp_path, ["--stop-grace", "30"], fault("ignore_term.py"),
                  signals=[(0.9, signal.SIGTERM), (1.2, signal.SIGTERM)])
-    assert run.code == 0 and run.ended - run.started < 5
+    # the 30 s grace was skipped: kvplan's own clock (from the spawn) ends far below it, whatever the machine's load
+    assert run.code == 0 and run.event("exit")["t"] < 10
     assert not left_behind(run)
 
 

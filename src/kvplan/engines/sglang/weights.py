@@ -138,6 +138,15 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None) -> WeightsEstimate:
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
+    from kvplan.models.weights_memo import memo_key, memoized
+
+    key = None if checkpoint_dir else memo_key("sglang", model, args, cluster_platform, version, stage)
+    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage))
+
+
+def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
+                   stage: int | None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest)."""
     from kvplan.engines.sglang.load_calibration import load_context_growth
 

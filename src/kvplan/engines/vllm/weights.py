@@ -81,6 +81,16 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
+    from kvplan.models.weights_memo import memo_key, memoized
+
+    key = None if checkpoint_dir else memo_key("vllm", model, args, cluster_platform, version, stage, gpu_name)
+    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage,
+                                                 gpu_name))
+
+
+def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
+                   stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
     v = Version(version)
     platform = cluster_platform if cluster_platform in ("cuda", "rocm", "cpu") else platform_of(cluster_platform)
     t = load_tensors(model, checkpoint_dir)
