@@ -142,8 +142,8 @@ def resolve_cluster(gpu: str | None = None, gpu_mem_mib: int | None = None, gpus
     # Without --gpus-per-node, the launch's ranks are spread evenly over --nodes, at most 8 GPUs per node (the
     # largest common server: HGX/DGX, MI300X OAM); more ranks than fit spill onto more nodes (--tp 16: 2 × 8).
     per_node = int(gpus_per_node) if gpus_per_node else max(1, min(MAX_GPUS_PER_NODE, -(-world_size // int(nodes))))
+    local, why = locality(gpu, gpu_mem_mib, nodes, local_host, local_gpus)  # the nodes the user described
     nodes = max(int(nodes), -(-world_size // per_node))
-    local, why = locality(gpu, gpu_mem_mib, nodes, local_host, local_gpus)
     host = host_memory(host_mem_gib, local, why)
     return Cluster(gpu_name=name, gpu_mem_mib=mib, gpus_per_node=per_node, nodes=int(nodes),
                    host_mem_bytes=host.bytes, host_mem_source=host.source, shm_bytes=host.shm_bytes,
