@@ -127,6 +127,8 @@ def plan_options(opts: dict[str, Any]) -> dict[str, Any]:
     for key, check in checks.items():
         if out.get(key) is not None:
             out[key] = check(out[key])
+    if out.get("local_host") is not None and not isinstance(out["local_host"], bool):
+        raise KvplanError(f"--local-host must be true or false, got {_short(out['local_host'])}")
     for key in ("gpu", "engine_version", "model_config", "shm_source", "container_mem_source"):
         v = out.get(key)
         if v is not None and not isinstance(v, str):

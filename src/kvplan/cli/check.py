@@ -40,12 +40,17 @@ def emit(result: CheckResult, a: argparse.Namespace) -> int:
     from kvplan.report.html import cli as html_cli
 
     html_cli.emit(a.cmd, a, result.to_dict())
-    if a.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        from kvplan.report.human import render
+    try:
+        if a.json:
+            print(json.dumps(result.to_dict(), indent=2), flush=True)
+        else:
+            from kvplan.report.human import render
 
-        render(result)
+            render(result)
+    except BrokenPipeError:  # `kvplan check ... | head`: the reader left; the verdict stands, the pipe is no error
+        from kvplan.report.console import quiet_stdout
+
+        quiet_stdout()
     return result.exit_code
 
 

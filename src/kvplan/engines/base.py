@@ -27,7 +27,7 @@ from kvplan.units import fmt_count_band, fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
-    from kvplan.engines.results import Comparison, MetricNames, ServingDialect, SliderView, StartupDialect
+    from kvplan.engines.results import Comparison, MetricNames, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -249,15 +249,33 @@ class Engine(ABC):
         """What the engine says when its own host check refuses the launch; None when nothing stops it."""
         return None
 
+    def host_node_labels(self, plan: Plan) -> tuple[str, str]:
+        """The "Per node" rows' names for the host tiers of all ranks and for ``per_node.host_reserve_bytes``."""
+        return "host KV requested (all ranks)", "OS reserve (kept free by kvplan)"
+
     # ---- kvplan plan: a launch from plain options ----
     def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
         """The launch command of ``model`` on tp × dp × pp ranks (None: this engine has no such builder yet)."""
         return None
 
+    def plan_settings(self) -> tuple[PlanSetting, ...]:
+        """The settings ``kvplan plan --engine <name>`` takes as options, each one of the engine's launch flags."""
+        return ()
+
     def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
-        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None: not given).
-        Integral numbers are written as integers: an engine's ``type=int`` flag refuses ``100.0``."""
-        given = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()}
+        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None or False: not
+        given). Integral numbers are written as integers: an engine's ``type=int`` flag refuses ``100.0``. A setting
+        this engine has no flag for is a KvplanError naming the engine's own settings."""
+        given = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()
+                 if v is not None and v is not False}
+        own = {s.key for s in self.plan_settings()}
+        foreign = sorted(k for k in given if k not in own)
+        if foreign:
+            names = ", ".join("--" + k.replace("_", "-") for k in foreign)
+            mine = ", ".join("--" + k.replace("_", "-") for k in sorted(own)) or "none"
+            raise KvplanError(f"kvplan plan: {names} is not a {self.display_name} setting",
+                              f"{self.display_name} takes {mine}; any other flag goes in a launch command for "
+                              "kvplan check")
         return flags_from_values(given.items(), self.flag_table())
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:

@@ -53,7 +53,8 @@ def check(ctx: Context) -> list[Finding]:
     fix, flags = f"raise the memory limit to at least {raise_to}Gi", {}
     hf = p.settings.host_fix
     room = max(0, limit - floor)
-    if n.host_kv_bytes and hf is not None and n.host_available_bytes <= limit:  # the fix was sized for this limit
+    sized_here = n.host_available_bytes is not None and n.host_available_bytes <= limit  # the fix fits this limit
+    if n.host_kv_bytes and hf is not None and sized_here:
         fix, flags = f"{hf.text}; or {fix}", dict(hf.flags)
     elif n.host_kv_bytes:
         fix = f"shrink the host tiers to at most {room / GiB:,.0f} GiB per node (limit − rank floor); or {fix}"

@@ -11,7 +11,7 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
@@ -41,9 +41,10 @@ MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", 
 HOST_RESERVE_BYTES = 10 * GiB  # kvplan keeps this much host memory free for the OS (vLLM/LMCache check nothing)
 
 
-def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
-    """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers)."""
-    if not tiers:
+def _host_fix(tiers: list[hosts.HostTier], host_bytes: int | None) -> HostFix | None:
+    """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers); None
+    without host tiers or when the node's host memory is not given."""
+    if not tiers or host_bytes is None:
         return None
     big = max(tiers, key=lambda t: t.node_bytes)
     room = (host_bytes - HOST_RESERVE_BYTES - sum(t.node_bytes for t in tiers if t is not big)) * 0.8
@@ -51,7 +52,7 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     if f is None:
         return None
     per = room / max(1, f.ranks) if f.per == "rank" else room
-    gib = per / GiB
+    gib = per / GiB / f.pin_factor  # the setting's value whose pinned bytes fill the room
     if f.pow2 and gib >= 2:
         gib = 2 ** math.floor(math.log2(gib)) - 1  # size + 4 KiB must stay under the power of two
     value = max(0, math.floor(gib))
@@ -59,7 +60,8 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     scope = "GiB per rank" if f.per == "rank" else "GiB in total for the engine"
     if value <= 0:
         return HostFix(f"the node has no room for {name}: remove it", {name: None})
-    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it, 0.8 of the host left after "
+    pinned = f", pinned up to {f.pin_factor:g}× that" if f.pin_factor != 1.0 else ""
+    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it{pinned}; 0.8 of the host left after "
                    "a 10 GiB OS reserve)", {name: str(value)})
 
 
@@ -93,6 +95,19 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm.rules import default_version
 
         return default_version()
+
+    def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
+        argv = ["vllm", "serve", model, "--tensor-parallel-size", str(tp)]
+        if dp > 1:
+            argv += ["--data-parallel-size", str(dp)]
+        if pp > 1:
+            argv += ["--pipeline-parallel-size", str(pp)]
+        return argv
+
+    def plan_settings(self) -> tuple[PlanSetting, ...]:
+        from kvplan.engines.vllm.plan_settings import SETTINGS
+
+        return SETTINGS
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:
         return parse_vllm(cmd).model
@@ -193,6 +208,11 @@ class VLLMEngine(Engine):
     def ipc_shm_bytes(self, plan: Plan) -> int | None:
         return deploy.ipc_shm_bytes(plan)
 
+    def host_node_labels(self, plan: Plan) -> tuple[str, str]:
+        from kvplan.engines.vllm import report
+
+        return report.host_node_labels(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
 
         from kvplan.engines.vllm import report
@@ -223,17 +243,20 @@ class VLLMEngine(Engine):
             raise KvplanError(f"--avg-tokens must be >= 1, got {options.avg_tokens}")
         notes: list[str] = []
         if args.is_cpu:
-            from kvplan.hardware.cluster import Cluster, apply_limits
-            from kvplan.hardware.detect import host_available_bytes
+            from kvplan.hardware.cluster import Cluster, apply_limits, host_memory
 
-            host = int(options.host_mem_gib * GiB) if options.host_mem_gib else host_available_bytes()
-            cluster = apply_limits(Cluster(
-                "CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size, options.nodes, host,
-                "--host-mem-gib" if options.host_mem_gib else "detected on this machine (MemAvailable)",
-                gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE"), options)
+            # the CPU platform runs where the command runs: this machine, unless --nodes says other machines
+            here_ok = options.local_host or options.nodes <= 1
+            host = host_memory(options.host_mem_gib, here_ok, "--local-host" if options.local_host else
+                               "the CPU platform on this machine" if here_ok else
+                               f"--nodes {options.nodes} describes other machines")
+            cluster = apply_limits(Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size,
+                                           options.nodes, host.bytes, host.source,
+                                           gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE"), options)
         else:
             cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
-                                      options.host_mem_gib, world_size=args.world_size, limits=options)
+                                      options.host_mem_gib, world_size=args.world_size,
+                                      limits=options, local_host=options.local_host)
         from kvplan.engines.vllm.mla import kv_heads
 
         hk = kv_heads(model, version, args.env)
@@ -265,6 +288,7 @@ class VLLMEngine(Engine):
             if not exact_budget:
                 raise
             wp = WeightsPlan.given(0, ("weights unknown (not needed: the KV memory is given)",))
+        full_weights_bytes = wp.bytes  # per rank, before --cpu-offload-gb moves some to the host
         offload = int(args.cpu_offload_gb * GiB)
         w_bytes = max(0, wp.bytes - offload)
         notes.extend(wp.notes)
@@ -293,7 +317,7 @@ class VLLMEngine(Engine):
         per_req_bytes = sum(s.blocks_per_request(block, max_len, batches * mnbt) * s.page_bytes
                             for s in max(stages, key=lambda st: sum(x.page_bytes for x in st)))
         ranks_node = min(cluster.gpus_per_node, args.world_size)
-        tiers = self._host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node)
+        tiers = self._host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node, full_weights_bytes)
         node_host = sum(t.node_bytes for t in tiers)
         tier0 = tiers[0] if tiers else None
         rank = RankPlan(
@@ -307,10 +331,11 @@ class VLLMEngine(Engine):
                         host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
         usable = max(0, cap.num_blocks - 1)  # block 0 is the null block
-        avg_blocks = -(-options.avg_tokens // block) * layout.num_groups
+        avg = min(options.avg_tokens, max_len)  # no request is longer than max_model_len
+        avg_blocks = -(-avg // block) * layout.num_groups
         fit = min(usable // avg_blocks if avg_blocks else 0, seqs)
         replica = ReplicaPlan(ranks=args.world_size, dp_groups=1, kv_tokens=cap.kv_tokens,
-                              avg_tokens=options.avg_tokens, requests_fit=fit, max_running_requests=seqs,
+                              avg_tokens=avg, requests_fit=fit, max_running_requests=seqs,
                               replicas=args.data_parallel_size,
                               max_concurrency=cap.max_concurrency)
         settings = VLLMSettings(
@@ -340,7 +365,7 @@ class VLLMEngine(Engine):
                     assumptions=tuple(notes))
 
     def _host_tiers(self, args: VLLMArgs, rules, model, bytes_per_block: int, block: int,
-                    ranks_node: int) -> list[hosts.HostTier]:
+                    ranks_node: int, weights_bytes_per_rank: int = 0) -> list[hosts.HostTier]:
         tiers = []
         mla_cell = model.mla_kv_dim * model.num_layers * model.dtype_bytes if model.is_mla else 0
         cell = mla_cell or (2 * max(1, model.num_kv_heads // args.tensor_parallel_size) * model.head_dim
@@ -359,7 +384,7 @@ class VLLMEngine(Engine):
             size, src = hosts._lmcache_size_gib(args)
             tiers.append(hosts.lmcache_tier(args, ranks_node, model.is_mla, cell, size, src))
         if args.cpu_offload_gb:
-            tiers.append(hosts.cpu_offload_tier(args, ranks_node))
+            tiers.append(hosts.cpu_offload_tier(args, ranks_node, weights_bytes_per_rank))
         if args.swap_space and rules.swap_space == "allocates":
             tiers.append(hosts.swap_tier(args, ranks_node, bytes_per_block))
         return tiers

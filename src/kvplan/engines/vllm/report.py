@@ -16,9 +16,18 @@ def host_tiers(plan: Plan) -> list[str]:
         each = max(t.pinned_per_rank_bytes, default=0)
         pinned = f", pinned up to {each / GiB:,.1f} GiB" if each != asked else ""
         shared = " (one region shared by the node's ranks)" if t.shared_bytes is not None else f" on {ranks} rank(s)"
-        parts.append(f"{t.flag}={asked / GiB:,.1f} GiB ({t.meaning}){pinned}{shared} -> "
+        parts.append(f"{t.given or f'{t.flag}={asked / GiB:,.1f} GiB ({t.meaning})'}{pinned}{shared} -> "
                      f"{t.node_bytes / GiB:,.1f} GiB on the node")
     return parts
+
+
+def host_node_labels(plan: Plan) -> tuple[str, str]:
+    """The "Per node" rows' names: what the host tiers hold (KV, offloaded weights, swap blocks) and the reserve,
+    which is kvplan's own (vLLM and LMCache check nothing)."""
+    names = {t.name for t in vllm_settings(plan).host_tiers}
+    held = "host weights pinned (--cpu-offload-gb, all ranks)" if names == {"cpu-offload"} else \
+        "host KV + offloaded weights (all ranks)" if "cpu-offload" in names else "host KV requested (all ranks)"
+    return held, "OS reserve (kept free by kvplan; vLLM checks none)"
 
 
 def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
