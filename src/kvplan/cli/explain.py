@@ -6,13 +6,14 @@ import argparse
 import json
 
 REMOTE_HOST_GIB = 1024.0  # a log's host is not this machine; only host KV pools need it
-EXIT_CODES = """exit codes:
-  0  the launch was planned and compared with the log (findings and differences are reported, not a failure)
-  2  nothing could be planned (one line names the missing figure and the option that supplies it), or the log
-     is unreadable, not an engine's log, or an option is bad"""
+EXIT_CODES = (
+    (0, "the launch was planned and compared with the log (findings and differences are reported, not a failure)"),
+    (2, "nothing could be planned (one line names the figure the log lacks and the option that supplies it), or the "
+        "log is unreadable or not an engine's log, or an option is bad"))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, html_option, json_option
 
     ex = sub.add_parser("explain", help="reconcile a real startup log with the plan: kvplan explain LOG [-- command]",
@@ -20,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                         "what the log says next to what kvplan computes. The command after -- fills in flags the log "
                         "does not show. Without --gpu the GPU comes from the log's own memory figures; a figure the "
                         "log lacks is named with the option that supplies it.",
-                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        epilog=exit_codes(*EXIT_CODES), formatter_class=HelpFormatter)
     ex.add_argument("log", help="the engine's startup log")
     g = add_plan_options(ex)
     json_option(g)

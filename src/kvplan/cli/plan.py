@@ -10,9 +10,11 @@ SETTINGS = ("mem_fraction_static", "kv_cache_dtype", "context_length", "max_runn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import PLAN_EXIT_CODES, HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, html_option, json_option
 
-    pl = sub.add_parser("plan", help="the same plan from plain options (no launch command)")
+    pl = sub.add_parser("plan", help="the same plan from plain options (no launch command)",
+                        epilog=exit_codes(*PLAN_EXIT_CODES), formatter_class=HelpFormatter)
     g = add_plan_options(pl)
     json_option(g)
     html_option(g)
