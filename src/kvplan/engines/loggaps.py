@@ -1,6 +1,6 @@
 """Launch settings a startup log may not show, named for ``kvplan explain`` (``Engine.explain_notes``).
 
-A log excerpt without the engine's argument dump (SGLang ServerArgs, vLLM "non-default args" / engine config line)
+A log whose argument dump (SGLang ServerArgs, vLLM "non-default args" / engine config line) is missing or cut
 does not say how many ranks share the model: the plan then assumes one, and the per-rank figures are wrong by that
 factor. What the log does show (rank labels on its lines) bounds it; the note names the setting, what was assumed,
 and how to supply it.
@@ -28,5 +28,5 @@ def parallel_gap(facts: LogFacts, keys: Sequence[str], flags: str, command: Sequ
         return None  # the user's launch command is the launch: a flag it leaves out is the engine's default
     seen = ranks_seen(facts)
     shows = f"the log shows {seen} ranks" if seen > 1 else "the log names no rank"
-    return (f"{' and '.join(keys)} (the log has no argument dump): planned as 1; {shows} — add the launch "
+    return (f"{' and '.join(keys)} (the log does not show them): planned as 1; {shows} — add the launch "
             f"command after -- ({flags})")
