@@ -132,3 +132,19 @@ def test_progress_is_reported_while_sampling():
             return True
 
     assert wanted(False, TTY()) and not wanted(True, TTY())  # a bar on a terminal, never beside --json
+
+
+def test_a_server_that_is_no_engine_is_named_so():
+    def get(url, sink, *args, **kw):  # answers /metrics with a page of no engine's metrics; the rest 404
+        from kvplan.diagnose import http
+
+        if not url.endswith("/metrics"):
+            raise http.HttpError("HTTP 404", code=404)
+        sink(b"node_cpu_seconds_total 12\n")
+        return http.Response(url, 200)
+
+    from kvplan.diagnose.reach import unreachable
+
+    view = scrape("http://127.0.0.1:9", window_s=1.0, interval_s=0.5, get=get, sleep=lambda s: None)
+    why = unreachable(view)
+    assert why is not None and "not an engine kvplan reads (SGLang or vLLM" in why

@@ -34,7 +34,10 @@ def unreachable(view: ServerView) -> str | None:
     if view.engine is not None or view.server_info or view.models:
         return None
     if view.n_scrapes:
-        return (f"{view.url}: answered, but not an SGLang or vLLM server (no engine metrics on /metrics, no info "
-                "endpoint, no /v1/models)")
+        from kvplan.engines import all_engines
+
+        names = " or ".join(e.display_name for e in all_engines())
+        return (f"{view.url}: answered, but not an engine kvplan reads ({names}: no engine metrics on /metrics, "
+                "no info endpoint, no /v1/models)")
     timeout = "timeout" in _reason(view.errors)
     return f"{view.url}: {_reason(view.errors)}" + (" (the server did not answer in time)" if timeout else "")
