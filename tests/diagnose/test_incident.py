@@ -83,7 +83,12 @@ def test_levers_have_the_json_contract(incident):
 def test_expected_throughput_scales_with_what_fits(incident):
     cur, step, dp = incident.lever("current"), incident.lever("fraction 0.88"), incident.lever("DP attention")
     assert cur.expected_gen_tps == pytest.approx(incident.observed["gen_tps"])
-    assert step.expected_gen_tps == pytest.approx(cur.expected_gen_tps * step.kv_tokens / POOL, rel=0.01)
+    # not linear in requests (issue #12): each decode step also reads the KV of every running request, so ~71
+    # running make each step longer than the ~52 seen; the gain stays below the +36.9 % more that fit, and the
+    # estimate says it is an extrapolation (the window saw at most 56 running)
+    linear = cur.expected_gen_tps * step.kv_tokens / POOL
+    assert 0.9 * linear < step.expected_gen_tps < linear
+    assert "step time grows" in step.gen_tps_basis and "extrapolated" in step.gen_tps_basis
     assert dp.expected_gen_tps < cur.expected_gen_tps  # fewer requests fit: the replicated attention costs KV
 
 

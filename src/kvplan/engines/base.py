@@ -27,6 +27,7 @@ from kvplan.units import fmt_count_band, fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
     from kvplan.engines.results import Comparison, MetricNames, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
@@ -134,6 +135,11 @@ class Engine(ABC):
         """PlanOptions fields from what the log measured that no planner can know in advance; what the log lacks
         is appended to ``missing`` with the estimate used instead."""
         return {}
+
+    def log_gpu(self, facts: LogFacts) -> LogGpu | None:
+        """The GPU the log ran on, from the memory figures it printed (engines/loggpu.py), for explain without
+        --gpu; None when the log bounds no device total."""
+        return None
 
     def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
                       command: Sequence[str] | None) -> list[str]:
