@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kvplan.launch.cli import add_parsers as add_launch_parsers
 
     add_launch_parsers(sub)
+    from kvplan.simulate.cli import add_parsers as add_simulate_parsers
+
+    add_simulate_parsers(sub)
     return parser
 
 
@@ -142,6 +145,10 @@ def _run(argv: list[str]) -> int:
         from kvplan.launch.cli import run_cleanup
 
         return run_cleanup(a)
+    if a.cmd in ("simulate", "tune"):
+        from kvplan.simulate.cli import run as run_simulate
+
+        return run_simulate(a, command or None)
     if a.cmd == "diagnose":
         from kvplan.diagnose.cli import run as run_diagnose
 

@@ -1,0 +1,142 @@
+"""Bounded-memory statistics: latency histograms with 1 % log bins and a self-coarsening time series.
+
+Nothing keeps one entry per request: a histogram holds a few hundred bins whatever the count (quantiles within
+±0.5 % of the exact order statistic), and the time series merges neighbouring buckets when it grows past its
+limit, so a job of 10^7 requests costs the same memory as one of 10^5.
+"""
+
+from __future__ import annotations
+
+import math
+
+_LOG_BASE = math.log(1.01)
+
+
+class LogHistogram:
+    __slots__ = ("bins", "n", "total", "lo", "hi")
+
+    def __init__(self) -> None:
+        self.bins: dict[int, int] = {}
+        self.n = 0
+        self.total = 0.0
+        self.lo = math.inf
+        self.hi = -math.inf
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        self.total += x
+        if x < self.lo:
+            self.lo = x
+        if x > self.hi:
+            self.hi = x
+        k = int(math.log(x) / _LOG_BASE) if x > 1e-9 else -2100
+        self.bins[k] = self.bins.get(k, 0) + 1
+
+    def quantile(self, q: float) -> float | None:
+        if not self.n:
+            return None
+        rank = q * (self.n - 1)
+        seen = 0
+        for k in sorted(self.bins):
+            seen += self.bins[k]
+            if seen > rank:
+                mid = math.exp((k + 0.5) * _LOG_BASE) if k > -2100 else 0.0
+                return min(max(mid, self.lo), self.hi)
+        return self.hi
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    def summary(self, scale: float = 1.0, digits: int = 4) -> dict:
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v * scale, digits)
+
+        return {"mean": r(self.mean), "p50": r(self.quantile(0.5)), "p90": r(self.quantile(0.9)),
+                "p99": r(self.quantile(0.99)), "max": r(self.hi if self.n else None), "n": self.n}
+
+
+class TimeSeries:
+    """Time-weighted means of running, queued and KV usage, and tokens per second, over buckets of width ``w``."""
+
+    __slots__ = ("w", "limit", "buckets")
+
+    def __init__(self, width_s: float = 1.0, limit: int = 400):
+        self.w = width_s
+        self.limit = limit
+        self.buckets: dict[int, list[float]] = {}  # index -> [dt, running·dt, queued·dt, usage·dt, gen, prompt]
+
+    def _spread(self, t0: float, t1: float, vals: tuple[float, ...], offset: int, weighted: bool) -> None:
+        w = self.w
+        i = int(t0 // w)
+        if t1 < (i + 1) * w:  # fast path: one bucket
+            b = self.buckets.get(i)
+            if b is None:
+                b = self.buckets[i] = [0.0] * 6
+            if weighted:
+                dt = t1 - t0
+                b[0] += dt
+                for k, v in enumerate(vals):
+                    b[offset + k] += v * dt
+            else:
+                for k, v in enumerate(vals):
+                    b[offset + k] += v
+            return
+        while t1 // self.w - t0 // self.w > self.limit:
+            self._coarsen()
+        if t1 <= t0:
+            b = self._bucket(int(t0 // self.w))
+            for k, v in enumerate(vals):
+                b[offset + k] += v
+            return
+        span = t1 - t0
+        i, t = int(t0 // self.w), t0
+        while t < t1:
+            end = min(t1, (i + 1) * self.w)
+            dt = end - t
+            b = self._bucket(i)
+            if weighted:
+                b[0] += dt
+                for k, v in enumerate(vals):
+                    b[offset + k] += v * dt
+            else:
+                for k, v in enumerate(vals):
+                    b[offset + k] += v * dt / span
+            t, i = end, i + 1
+        if len(self.buckets) > self.limit:
+            self._coarsen()
+
+    def occupancy(self, t0: float, t1: float, running: float, queued: float, usage: float) -> None:
+        if t1 > t0:
+            self._spread(t0, t1, (running, queued, usage), 1, True)
+
+    def tokens(self, t0: float, t1: float, gen: float, prompt: float = 0.0) -> None:
+        if gen or prompt:
+            self._spread(t0, t1, (gen, prompt), 4, False)
+
+    def _bucket(self, i: int) -> list[float]:
+        b = self.buckets.get(i)
+        if b is None:
+            b = self.buckets[i] = [0.0] * 6
+        return b
+
+    def _coarsen(self) -> None:
+        merged: dict[int, list[float]] = {}
+        for i, b in self.buckets.items():
+            m = merged.setdefault(i // 2, [0.0] * 6)
+            for k in range(6):
+                m[k] += b[k]
+        self.buckets = merged
+        self.w *= 2
+
+    def points(self, sum_over: int = 1) -> list[dict]:
+        """One point per bucket; running and queued are summed over ``sum_over`` instances."""
+        out = []
+        for i in sorted(self.buckets):
+            dt, r, q, u, g, p = self.buckets[i]
+            out.append({"t": round(i * self.w, 3),
+                        "running": round(r / dt * sum_over, 2) if dt else None,
+                        "queued": round(q / dt * sum_over, 2) if dt else None,
+                        "kv_usage": round(u / dt, 4) if dt else None,
+                        "gen_tps": round(g / self.w, 2), "prompt_tps": round(p / self.w, 2)})
+        return out

