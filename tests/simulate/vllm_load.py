@@ -13,6 +13,7 @@ Run it under ``flock /tmp/kvplan-engine.lock`` (one engine at a time on the mach
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
 import os
@@ -35,6 +36,7 @@ from tests.integration.vllm_engine import (
 )
 
 REQUEST_TIMEOUT_S, HEALTH_TIMEOUT_S = 300.0, 420.0
+LOCK = "/tmp/kvplan-engine.lock"  # one engine at a time on this machine (what `flock` takes)
 
 
 @dataclass(frozen=True)
@@ -179,3 +181,38 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
     finally:
         stop_group(proc)
     return run
+
+
+def configs() -> tuple[Config, ...]:
+    """A: calibration; B: a small pool (queueing, preemption); C: a low running cap. Same load for all three."""
+    return (Config("A", 32, 16, 16), Config("B", 4, 16, 16), Config("C", 32, 4, 16))
+
+
+def run_all(model: Path, out: Path, cfgs: tuple[Config, ...], log=None) -> list[RealRun]:
+    """Run the configurations one after the other, holding the machine's engine lock."""
+    runs = []
+    with open(LOCK, "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        for cfg in cfgs:
+            runs.append(run_config(model, cfg, out / f"{cfg.name}.log"))
+            if log is not None:
+                r = runs[-1]
+                log(f"[real] {cfg.name}: {r.gen_tps:.1f} tok/s, mean latency {r.mean_latency_s:.2f} s, load "
+                    f"{r.load_s:.1f} s, {len(r.errors)} errors")
+    return runs
+
+
+def simulate_like(run: RealRun, calib_log: Path, work: Path) -> dict:
+    """The simulator on the launch and the requests of ``run``, calibrated on ``calib_log``."""
+    from kvplan.simulate.run import run_simulation
+    from kvplan.simulate.session import prepare
+    from kvplan.simulate.workload.files import load_file
+
+    w = load_file(str(run.workload_jsonl(work / f"{run.config.name}.jsonl")), concurrency=run.config.clients)
+    ses = prepare(run.argv, {}, str(calib_log))
+    t = time.perf_counter()
+    res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs))
+    wall = time.perf_counter() - t
+    return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": wall,
+            "running_mean": res.running_mean, "preempted": res.preempted_requests,
+            "calibration": ses.fit.to_dict(max_rows=0) if ses.fit else None}

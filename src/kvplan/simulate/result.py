@@ -88,7 +88,9 @@ def build_result(inputs: Any, workload: Any, model: Any, sink: Any, cluster: Any
         (t1, g1), (t2, g2) = sink.mark["10%"], sink.mark["90%"]
         steady = (g2 - g1) / (t2 - t1) if t2 > t1 else None
     series = sink.series.points(sum_over=inputs.instances)
-    run_m, que_m, use_m = _means(series)
+    _, _, use_m = _means(series)
+    run_m = sink.running_area / makespan if makespan else 0.0
+    que_m = sink.queued_area / makespan if makespan else 0.0
     inflight = use_m * inputs.kv_tokens * inputs.instances / run_m if run_m else None
     looked = sink.lookup_tokens
     kvb = inputs.kv_bytes_per_token

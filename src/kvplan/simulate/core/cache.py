@@ -79,7 +79,12 @@ class PrefixCache:
     def _push(self, s: Segment) -> None:
         s.version += 1
         self._tie += 1
-        heapq.heappush(self.heap, (s.prio, self._tie, s.version, s.key))
+        h = self.heap
+        if len(h) > 2 * len(self.seg) + 64:  # drop stale entries (memory stays flat)
+            seg = self.seg
+            h[:] = [e for e in h if (x := seg.get(e[3])) is not None and x.version == e[2]]
+            heapq.heapify(h)
+        heapq.heappush(h, (s.prio, self._tie, s.version, s.key))
 
     def lock(self, key, now: float, touch: bool = True) -> int:
         """A running request takes the segment (device part); returns its device tokens."""
@@ -273,7 +278,12 @@ class PrefixCache:
     def _touch_host(self, s: Segment, now: float) -> None:
         self._tie += 1
         s.hver += 1
-        heapq.heappush(self.host_heap, (now, self._tie, s.hver, s.key))
+        h = self.host_heap
+        if len(h) > 2 * len(self.seg) + 64:
+            seg = self.seg
+            h[:] = [e for e in h if (x := seg.get(e[3])) is not None and x.hver == e[2]]
+            heapq.heapify(h)
+        heapq.heappush(h, (now, self._tie, s.hver, s.key))
 
     def _make_host_room(self, tokens: int, keep) -> None:
         h, anon = self.host_heap, self.host_anon

@@ -64,7 +64,10 @@ class Driver:
         t = self.t_next
         if t is None:
             self._fetch()
-            t = inf if (self.pending is None or self.slots <= 0) else max(self.pending_t, self.avail_t)
+            if self.pending is None or self.slots <= 0:
+                t = inf
+            else:
+                t = self.pending_t if self.pending_t > self.avail_t else self.avail_t
             self.t_next = t
         return t
 
@@ -127,13 +130,20 @@ class Cluster:
         if inst.next_t < inf:
             heapq.heappush(self.heap, (inst.next_t, self.version[inst.idx], inst.idx))
 
-    def _arrive(self, t: float, hold=None) -> None:
-        self.rid += 1
-        r = self.driver.pop(self.rid)
-        inst = self._pick()
-        self.outstanding[inst.idx] += 1
-        inst.arrive(r, t)
-        if inst is not hold and not inst.planned:
+    def _arrivals(self, t: float, hold=None) -> None:
+        """Every request sent at ``t`` reaches its instance before any instance plans again (they are seen
+        together at the next scheduling point); ``hold`` plans itself."""
+        d = self.driver
+        woken = []
+        while (d.t_next if d.t_next is not None else d.next_time()) <= t:
+            self.rid += 1
+            r = d.pop(self.rid)
+            inst = self._pick()
+            self.outstanding[inst.idx] += 1
+            inst.arrive(r, t)
+            if inst is not hold and not inst.planned and inst not in woken:
+                woken.append(inst)
+        for inst in woken:
             inst.schedule()
             self._push(inst)
 
@@ -153,7 +163,7 @@ class Cluster:
             if max_events is not None and self.events > max_events:
                 break
             if t_arr <= t_inst:
-                self._arrive(t_arr)
+                self._arrivals(t_arr)
                 continue
             _, _, idx = heapq.heappop(h)
             inst = self.instances[idx]
@@ -168,8 +178,8 @@ class Cluster:
                 for _ in done:
                     self.outstanding[idx] -= 1
                     d.release(t)
-                while (d.t_next if d.t_next is not None else d.next_time()) <= t:  # sent now: reach the instance
-                    self._arrive(t, hold=inst)  # before it plans again
+                if (d.t_next if d.t_next is not None else d.next_time()) <= t:
+                    self._arrivals(t, hold=inst)
                 inst.schedule()
                 nt = inst.next_t
                 if nt == inf or nt > d.next_time() or (h and nt > h[0][0]):

@@ -36,23 +36,34 @@ class DecodeSet:
     # ---- membership ----------------------------------------------------------------------------------------
     def add(self, r: Req, step: int) -> None:
         """``r`` has ``gen`` sampled tokens now; from here it gains one per decode step."""
-        r.birth = step - r.gen
+        gen = r.gen
+        birth = r.birth = step - gen
         r.state = RUNNING
         self.B += 1
-        self.len_base += r.prompt + r.gen - step
-        kv = r.prompt + r.gen - 1 - r.shared  # private KV: a locked shared prefix is the cache's
-        self.hist[(kv - step) % self.page] += 1
-        self.pages_base += (kv - step) if self.page == 1 else self._pages(kv) - self._crossed(kv, step)
+        self.len_base += r.prompt - birth
+        kv = r.prompt + gen - 1 - r.shared  # private KV: a locked shared prefix is the cache's
+        if self.page == 1:
+            self.pages_base += kv - step
+        else:
+            self.hist[(kv - step) % self.page] += 1
+            self.pages_base += self._pages(kv) - self._crossed(kv, step)
         self._n += 1
-        heapq.heappush(self.finish, (r.birth + r.output, self._n, r))
         self.members.add(r)
+        f = self.finish
+        if len(f) > 2 * self.B + 64:  # drop entries of members that left (memory stays flat)
+            f[:] = [e for e in f if self._valid(e)]
+            heapq.heapify(f)
+        heapq.heappush(f, (birth + r.output, self._n, r))
 
     def remove(self, r: Req, step: int) -> None:
-        kv = r.prompt + (step - r.birth) - 1 - r.shared
         self.B -= 1
-        self.len_base -= r.prompt + (step - r.birth) - step
-        self.hist[(kv - step) % self.page] -= 1
-        self.pages_base -= (kv - step) if self.page == 1 else self._pages(kv) - self._crossed(kv, step)
+        self.len_base -= r.prompt - r.birth
+        kv = r.prompt + (step - r.birth) - 1 - r.shared
+        if self.page == 1:
+            self.pages_base -= kv - step
+        else:
+            self.hist[(kv - step) % self.page] -= 1
+            self.pages_base -= self._pages(kv) - self._crossed(kv, step)
         self.members.discard(r)
 
     # ---- closed-form quantities ------------------------------------------------------------------------------
@@ -78,10 +89,16 @@ class DecodeSet:
                 total += n * -(-(step + res) // p)
         return total
 
+    def _valid(self, e: tuple) -> bool:
+        """A heap entry is current if its request is a member with the same birth (not an entry from before a
+        retraction or preemption)."""
+        r = e[2]
+        return r.state == RUNNING and e[0] == r.birth + r.output and r in self.members
+
     def next_finish(self) -> int | None:
         """The decode step at whose end the next member finishes (its last token is sampled)."""
         f = self.finish
-        while f and (f[0][2].state != RUNNING or f[0][2] not in self.members):
+        while f and not self._valid(f[0]):
             heapq.heappop(f)
         return f[0][0] if f else None
 
@@ -89,9 +106,9 @@ class DecodeSet:
         out = []
         f = self.finish
         while f and f[0][0] <= step:
-            _, _, r = heapq.heappop(f)
-            if r.state == RUNNING and r in self.members:
-                out.append(r)
+            e = heapq.heappop(f)
+            if self._valid(e):
+                out.append(e[2])
         return out
 
     def steps_until_short(self, step: int, free_pages: int) -> int:

@@ -50,7 +50,6 @@ class Instance:
         self.t_flush = 0.0  # start of the occupancy not yet handed to the sink's series
         self.next_flush = 0.0
         self.area_b = 0.0  # ∫ running dt since t_flush
-        self.area_q = 0.0  # ∫ queued dt since t_flush
         self.gen_acc = 0.0  # tokens sampled since t_flush
         self.prompt_acc = 0.0  # prefill tokens computed since t_flush
         self.dropped: list[Req] = []  # requests the engine aborted (the cluster frees their clients)
@@ -112,11 +111,16 @@ class Instance:
 
     def _advance(self, n: int, t_end: float) -> list[Req]:
         self._occupy(t_end)
-        self.add_tokens(self.dec.B * n, 0)
+        gen = self.dec.B * n
+        self.gen_acc += gen
+        self.sink.cum_gen += gen
         self.on_decode_steps(n)
         self.step += n
         self.t = t_end
-        return self.collect_finished()
+        out = self.dec.pop_finished(self.step)
+        for r in out:
+            self.release_finished(r)
+        return out
 
     def cut(self, t: float) -> None:
         """An arrival at ``t`` during an interruptible span: stop it at the first step boundary at or after ``t``."""
@@ -153,22 +157,24 @@ class Instance:
     def arrive(self, r: Req, t: float) -> None:
         r.instance = self.idx
         r.state = WAITING
+        r.t_queued = t
         if self.planned and self.interruptible:
             if self.kind == IDLE:
-                self._occupy(t)
-                self.t = max(self.t, t)
+                if t > self.t:
+                    self.t = t
+                if t > self.t_acc:
+                    self.t_acc = t  # idle: nothing ran
                 self.planned = False
             else:
                 self.cut(t)
-        self._occupy(max(self.t, min(t, self.next_t)))
         self.waiting.append(r)
 
     def _occupy(self, t: float) -> None:
-        """Account running/queued up to ``t``; hand the integrals to the sink's series once per series bucket."""
+        """Account the running batch up to ``t`` (∫ running dt); once per series bucket, hand it to the sink with a
+        sample of the queue and the KV usage. (∫ queued dt is the sum of the requests' waits: Sink.admitted.)"""
         dt = t - self.t_acc
         if dt > 0:
             self.area_b += self.dec.B * dt
-            self.area_q += len(self.waiting) * dt
             self.t_acc = t
             if t >= self.next_flush:
                 self.flush()
@@ -183,10 +189,11 @@ class Instance:
         if t1 > t0:
             span = t1 - t0
             s = self.sink
-            s.series.occupancy(t0, t1, self.area_b / span, self.area_q / span, self.usage())
+            s.series.occupancy(t0, t1, self.area_b / span, len(self.waiting), self.usage())
             s.series.tokens(t0, t1, self.gen_acc, self.prompt_acc)
             s.first_t = t0 if s.first_t is None else min(s.first_t, t0)
-        self.area_b = self.area_q = self.gen_acc = self.prompt_acc = 0.0
+            s.running_area += self.area_b
+        self.area_b = self.gen_acc = self.prompt_acc = 0.0
         self.t_flush = t1
         self.next_flush = t1 + self.sink.series.w
 

@@ -17,7 +17,7 @@ WAITING, PREFILLING, RUNNING, DONE = 0, 1, 2, 3
 class Req:
     __slots__ = ("rid", "arrival", "prompt", "output", "max_new", "prefix_id", "prefix_len", "client",
                  "state", "gen", "birth", "t_first", "seq", "computed", "cached", "host_hit", "retracts",
-                 "instance", "shared", "pinned", "aux", "t_prefill")
+                 "instance", "shared", "pinned", "aux", "t_prefill", "t_queued")
 
     def __init__(self, rid: int, arrival: float, prompt: int, output: int, max_new: int | None = None,
                  prefix_id: int | None = None, prefix_len: int = 0, client: int = -1):
@@ -43,6 +43,7 @@ class Req:
         self.pinned = False  # holds a lock on its shared-prefix segment
         self.aux = 0  # pages it holds while its prefill is in progress
         self.t_prefill = 0.0  # time its last prefill completed (SGLang: the tree insert that set its access time)
+        self.t_queued = arrival  # when it last joined the waiting queue
 
     @property
     def fill_len(self) -> int:

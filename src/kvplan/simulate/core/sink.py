@@ -30,6 +30,8 @@ class Sink:
         self.preempt_events = 0  # steps that preempted / retraction events
         self.aborted = 0
         self.first_t: float | None = None
+        self.running_area = 0.0  # ∫ running dt, all instances
+        self.queued_area = 0.0  # ∫ queued dt, all instances: the sum of every wait in a queue
         self.last_t = 0.0
         self.mark: dict[str, tuple[float, float]] = {}  # "10%"/"90%" -> (time, cum_gen)
         n = total_requests or 0
@@ -37,8 +39,9 @@ class Sink:
 
     # ---- per request ---------------------------------------------------------------------------------------
     def admitted(self, r: Req, t: float, looked_up: int, cached: int, host: int, computed: int) -> None:
+        self.queued_area += t - r.t_queued
         if r.retracts == 0 and r.gen == 0:
-            self.queue.add(max(t - r.arrival, 1e-9))
+            self.queue.add(t - r.arrival)
         self.lookup_tokens += looked_up
         self.cached_tokens += cached
         self.host_hit_tokens += host
@@ -46,13 +49,13 @@ class Sink:
 
     def first_token(self, r: Req, t: float) -> None:
         r.t_first = t
-        self.ttft.add(max(t - r.arrival, 1e-9))
+        self.ttft.add(t - r.arrival)
 
     def finished(self, r: Req, t: float) -> None:
         self.done += 1
-        self.e2e.add(max(t - r.arrival, 1e-9))
+        self.e2e.add(t - r.arrival)
         if r.output > 1:
-            self.tpot.add(max((t - r.t_first) / (r.output - 1), 1e-9))
+            self.tpot.add((t - r.t_first) / (r.output - 1))
         self.gen_tokens += r.output
         self.prompt_tokens += r.prompt
         if t > self.last_t:

@@ -50,7 +50,12 @@ class SGLangInstance(Instance):
     def _join(self, r: Req) -> None:
         self.dec.add(r, self.step)
         self._tie += 1
-        heapq.heappush(self.victims, (-r.birth, -r.prompt, self._tie, r))
+        v = self.victims
+        if len(v) > 2 * self.dec.B + 64:  # drop entries of requests that left (memory stays flat)
+            members = self.dec.members
+            v[:] = [e for e in v if e[3] in members]
+            heapq.heapify(v)
+        heapq.heappush(v, (-r.birth, -r.prompt, self._tie, r))
         u = r.max_new + r.birth - self.clip
         if self.step < u:
             self.clipped.add(r)
@@ -84,7 +89,8 @@ class SGLangInstance(Instance):
         return rem * self.ratio
 
     def on_decode_steps(self, n: int) -> None:
-        self.ratio = max(self.ratio - n * self.decay, self.min_ratio)
+        r = self.ratio - n * self.decay
+        self.ratio = r if r > self.min_ratio else self.min_ratio
 
     # ---- the scheduling point ------------------------------------------------------------------------------
     def schedule(self) -> None:
@@ -242,8 +248,14 @@ class SGLangInstance(Instance):
 
     # ---- leaving the batch ---------------------------------------------------------------------------------
     def release_finished(self, r: Req) -> None:
+        """A request sampled its last token: it leaves the batch and ``cache_finished_req`` inserts its sequence."""
         self._leave(r)
-        self._release(r, finished=True)
+        if r.pinned or r.prefix_id is not None:
+            self._release(r, finished=True)
+        else:  # no shared prefix: its own sequence, retired into the cache
+            if self.k.radix_cache:
+                self.cache.retire(("r", r.rid), r.prompt + r.gen - 1, self.t)
+            r.state = DONE
         self.full = False
 
     def _release(self, r: Req, finished: bool) -> None:
@@ -270,7 +282,7 @@ class SGLangInstance(Instance):
                 continue
             self._leave(r)
             self._release(r, finished=False)
-            r.state, r.retracts = WAITING, r.retracts + 1
+            r.state, r.retracts, r.t_queued = WAITING, r.retracts + 1, self.t
             self.waiting.append(r)
             n += 1
             # release_req: evict remaining × RETRACT_DECODE_STEPS tokens from the tree at once

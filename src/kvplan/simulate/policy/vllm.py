@@ -20,7 +20,7 @@ import heapq
 
 from kvplan.simulate.core import prefix
 from kvplan.simulate.core.instance import Instance
-from kvplan.simulate.core.request import DONE, PREFILLING, WAITING, Req
+from kvplan.simulate.core.request import DONE, PREFILLING, RUNNING, WAITING, Req
 from kvplan.simulate.policy.vllm_knobs import VLLMKnobs
 
 
@@ -86,7 +86,11 @@ class VLLMInstance(Instance):
                 r.computed, r.state = dev, PREFILLING
                 self.seq += 1
                 r.seq = self.seq
-                heapq.heappush(self.victims, (-r.seq, r.rid, r))
+                v = self.victims
+                if len(v) > 2 * self._running() + 64:  # drop entries of requests that left
+                    v[:] = [e for e in v if e[2].seq == -e[0] and e[2].state in (PREFILLING, RUNNING)]
+                    heapq.heapify(v)
+                heapq.heappush(v, (-r.seq, r.rid, r))
                 self.prefilling.append(r)
                 grab = self._grab(r, n)
                 free -= grab + shared_ev
@@ -177,6 +181,6 @@ class VLLMInstance(Instance):
         else:
             self.dec.remove(r, self.step)
             self._free(r, self.t)
-        r.state, r.retracts = WAITING, r.retracts + 1
+        r.state, r.retracts, r.t_queued = WAITING, r.retracts + 1, self.t
         r.computed = 0
         self.waiting.appendleft(r)

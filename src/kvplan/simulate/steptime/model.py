@@ -57,7 +57,8 @@ class StepModel:
         a = self._a.get(batch)
         if a is None:
             a = self.decode_base(batch)
-        return max(n * a + self._a["c_kv"] * (n * kv0 + batch * n * (n - 1) / 2), n * 1e-6)
+        t = n * a + self._a["c_kv"] * (n * kv0 + batch * n * (n - 1) / 2)
+        return t if t > n * 1e-6 else n * 1e-6
 
     def steps_within(self, batch: int, kv0: float, dt: float) -> int:
         """The most decode steps whose total time is <= dt."""
