@@ -12,12 +12,13 @@ boundary (the engine would see the request at its next scheduling point).
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from math import inf
 
 from kvplan.simulate.core.cache import PrefixCache
 from kvplan.simulate.core.decode import DecodeSet
-from kvplan.simulate.core.request import DONE, WAITING, Req
+from kvplan.simulate.core.request import DONE, RUNNING, WAITING, Req
 from kvplan.simulate.core.sink import Sink
 from kvplan.simulate.steptime.model import StepModel
 
@@ -93,6 +94,27 @@ class Instance:
 
     def plan_idle(self) -> None:
         self.kind, self.interruptible, self.next_t, self.planned = IDLE, True, inf, True
+
+    def plan_decode(self, free: int, interruptible: bool) -> None:
+        """Plan decode steps until the next finish or page shortage (at least one): ``decode_span_steps`` and
+        ``plan_span`` in one, the path every finish goes through."""
+        d, step = self.dec, self.step
+        b = d.B
+        f = d.finish
+        while f:
+            e = f[0]
+            r = e[2]
+            if r.state == RUNNING and e[0] == r.birth + r.output and r in d.members:
+                break
+            heapq.heappop(f)
+        n = f[0][0] - step if f else 1 << 60
+        m = free // b if d.page == 1 else d.steps_until_short(step, free)
+        if m < n:
+            n = m
+        if n < 1:
+            n = 1
+        self.kind, self.span_n, self.interruptible, self.planned = SPAN, n, interruptible, True
+        self.next_t = self.t + self.model.span(b, d.len_base + b * step, n)
 
     def decode_span_steps(self, free: int) -> int:
         """Decode steps until the next finish or page shortage (at least 1 when the next step fits)."""
@@ -186,16 +208,16 @@ class Instance:
 
     def flush(self) -> None:
         t0, t1 = self.t_flush, self.t_acc
-        if t1 > t0:
+        if t1 > t0:  # (a zero-length interval has no tokens: actions take time)
             span = t1 - t0
             s = self.sink
-            s.series.occupancy(t0, t1, self.area_b / span, len(self.waiting), self.usage())
-            s.series.tokens(t0, t1, self.gen_acc, self.prompt_acc)
+            s.series.interval(t0, t1, self.area_b / span, len(self.waiting), self.usage(), self.gen_acc,
+                              self.prompt_acc)
             s.first_t = t0 if s.first_t is None else min(s.first_t, t0)
             s.running_area += self.area_b
         self.area_b = self.gen_acc = self.prompt_acc = 0.0
         self.t_flush = t1
-        self.next_flush = t1 + self.sink.series.w
+        self.next_flush = t1 + 4 * self.sink.series.w  # a few buckets per hand-over: the series stays cheap
 
     # ---- hooks for policies --------------------------------------------------------------------------------
     def on_decode_steps(self, n: int) -> None:

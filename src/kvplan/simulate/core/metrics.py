@@ -8,65 +8,75 @@ when it grows past its limit, so a job of 10^7 requests costs the same memory as
 from __future__ import annotations
 
 import math
+from collections import Counter
+from itertools import repeat
 
 _LOG_BASE = math.log(1.01)
 _INV = 1.0 / _LOG_BASE
-_MIN = 1e-6  # seconds: the first bin holds everything below (1 µs); the last everything above ~1.6e8 s
-_OFF = -int(math.log(_MIN) * _INV) + 1
-_SIZE = _OFF + int(math.log(1.6e8) * _INV) + 2
-_log = math.log
+_MIN = 1e-6  # seconds: values below go to the first bin
+_OFF = float(-int(math.log(_MIN) * _INV) + 1)  # keys = floor(log(x) / log 1.01) + OFF >= 1 for x >= _MIN
+_FLUSH = 1024
 
 
 class LogHistogram:
-    __slots__ = ("counts", "n", "total", "lo", "hi")
+    """``add`` is the C-level ``list.append`` of a small buffer; every ``_FLUSH`` values (and before a query) the
+    buffer is binned in C (``map`` + ``Counter.update``), so a value costs a few opcodes."""
+
+    __slots__ = ("counts", "n", "total", "lo", "hi", "buf", "add")
 
     def __init__(self) -> None:
-        self.counts = [0] * _SIZE
+        self.counts: Counter[int] = Counter()
         self.n = 0
         self.total = 0.0
         self.lo = math.inf
         self.hi = -math.inf
+        self.buf: list[float] = []
+        self.add = self.buf.append
 
-    def add(self, x: float) -> None:
-        self.n += 1
-        self.total += x
-        if x > self.hi:
-            self.hi = x
-        if x < self.lo:
-            self.lo = x
-        if x > _MIN:
-            i = int(_log(x) * _INV) + _OFF
-            self.counts[i if i < _SIZE else _SIZE - 1] += 1
-        else:
-            self.counts[0] += 1
+    def flush(self) -> None:
+        b = self.buf
+        if not b:
+            return
+        self.n += len(b)
+        self.total += math.fsum(b)
+        self.hi = max(self.hi, max(b))
+        self.lo = min(self.lo, min(b))
+        self.counts.update(map(int, map(_OFF.__add__, map(_INV.__mul__, map(math.log, map(max, b, repeat(_MIN)))))))
+        b.clear()
+
+    def maybe_flush(self) -> None:
+        if len(self.buf) >= _FLUSH:
+            self.flush()
 
     @property
     def bins(self) -> dict[int, int]:
-        """Non-empty bins (index -> count)."""
-        return {i: c for i, c in enumerate(self.counts) if c}
+        """Non-empty bins (key -> count)."""
+        self.flush()
+        return dict(self.counts)
 
     def quantile(self, q: float) -> float | None:
+        self.flush()
         if not self.n:
             return None
         rank = q * (self.n - 1)
         seen = 0
-        for i, c in enumerate(self.counts):
-            if not c:
-                continue
-            seen += c
+        for k in sorted(self.counts):
+            seen += self.counts[k]
             if seen > rank:
-                mid = math.exp((i - _OFF + 0.5) * _LOG_BASE) if i else self.lo
+                mid = math.exp((k - _OFF + 0.5) * _LOG_BASE)
                 return min(max(mid, self.lo), self.hi)
         return self.hi
 
     @property
     def mean(self) -> float | None:
+        self.flush()
         return self.total / self.n if self.n else None
 
     def summary(self, scale: float = 1.0, digits: int = 4) -> dict:
         def r(v: float | None) -> float | None:
             return None if v is None else round(v * scale, digits)
 
+        self.flush()
         return {"mean": r(self.mean), "p50": r(self.quantile(0.5)), "p90": r(self.quantile(0.9)),
                 "p99": r(self.quantile(0.99)), "max": r(self.hi if self.n else None), "n": self.n}
 
@@ -124,6 +134,33 @@ class TimeSeries:
     def occupancy(self, t0: float, t1: float, running: float, queued: float, usage: float) -> None:
         if t1 > t0:
             self._spread(t0, t1, (running, queued, usage), 1, True)
+
+    def interval(self, t0: float, t1: float, running: float, queued: float, usage: float, gen: float,
+                 prompt: float) -> None:
+        """Occupancy and tokens of one interval (t1 > t0), in one pass over the buckets it covers."""
+        while t1 // self.w - t0 // self.w > self.limit:
+            self._coarsen()
+        w, buckets = self.w, self.buckets
+        span = t1 - t0
+        g, p = gen / span, prompt / span
+        i, t = int(t0 // w), t0
+        while t < t1:
+            end = (i + 1) * w
+            if end > t1:
+                end = t1
+            dt = end - t
+            b = buckets.get(i)
+            if b is None:
+                b = buckets[i] = [0.0] * 6
+            b[0] += dt
+            b[1] += running * dt
+            b[2] += queued * dt
+            b[3] += usage * dt
+            b[4] += g * dt
+            b[5] += p * dt
+            t, i = end, i + 1
+        if len(buckets) > self.limit:
+            self._coarsen()
 
     def tokens(self, t0: float, t1: float, gen: float, prompt: float = 0.0) -> None:
         if gen or prompt:

@@ -21,13 +21,14 @@ class Req:
 
     def __init__(self, rid: int, arrival: float, prompt: int, output: int, max_new: int | None = None,
                  prefix_id: int | None = None, prefix_len: int = 0, client: int = -1):
+        # lengths are whole tokens >= 1 (the workload readers check them)
         self.rid = rid
         self.arrival = arrival
-        self.prompt = max(1, int(prompt))
-        self.output = max(1, int(output))
-        self.max_new = max(self.output, int(max_new)) if max_new else self.output
+        self.prompt = prompt
+        self.output = output
+        self.max_new = max_new if (max_new and max_new > output) else output
         self.prefix_id = prefix_id
-        self.prefix_len = min(int(prefix_len), self.prompt - 1) if prefix_id is not None else 0
+        self.prefix_len = (prefix_len if prefix_len < prompt else prompt - 1) if prefix_id is not None else 0
         self.client = client
         self.state = WAITING
         self.gen = 0  # output tokens sampled so far (kept across SGLang retraction and vLLM preemption)

@@ -58,6 +58,9 @@ class Sink:
             self.tpot.add((t - r.t_first) / (r.output - 1))
         self.gen_tokens += r.output
         self.prompt_tokens += r.prompt
+        if not self.done & 1023:  # bin the latency buffers (memory stays flat)
+            for h in (self.ttft, self.tpot, self.e2e, self.queue):
+                h.flush()
         if t > self.last_t:
             self.last_t = t
         if self._marks and self.done >= self._marks[0][0]:

@@ -98,18 +98,18 @@ class SGLangInstance(Instance):
         if self.chunked is not None or (self.waiting and not self.full):
             if self._prefill(free):
                 return
-        if self.dec.B == 0:
+        d = self.dec
+        if d.B == 0:
             self.plan_idle()
             return
-        if self.dec.pages_needed_next(self.step) > free:
+        if (d.B if d.page == 1 else d.pages_needed_next(self.step)) > free:
             self._retract()
             free = self.free_pages()
-            if self.dec.B == 0:
+            if d.B == 0:
                 self.schedule()
                 return
-        n = self.decode_span_steps(free)
         # arrivals matter only if a prefill could be tried: queue empty and the batch not full
-        self.plan_span(max(1, n), interruptible=not self.waiting and not self.full)
+        self.plan_decode(free, not self.waiting and not self.full)
 
     def _prefill(self, free: int) -> bool:
         k, page = self.k, self.page
@@ -145,25 +145,24 @@ class SGLangInstance(Instance):
                 self.full = True
                 break
             r = waiting[0]
+            gen = r.gen
             if r.prefix_id is None and not r.retracts:  # a fresh request without a shared prefix matches nothing
                 dev = host = lock_ev = 0
             else:
                 dev, host, shared_ev, own_ev = prefix.lookup(self, r, whole_pages=False)
                 lock_ev = shared_ev + own_ev
-            ext = r.prompt + r.gen - dev
-            total = ext + min(max(r.max_new - r.gen, 0), clip)
+            ext = r.prompt + gen - dev
+            left = r.max_new - gen  # >= 1 for a request that has not finished
+            total = ext + (left if left < clip else clip)
             if total >= rem_total:
                 self.full = True
                 break
-            real_input = -(-(ext - host) // page) * page
-            if real_input >= rem_input and batch:
-                break
-            if total >= rem_total - lock_ev * page:  # the lock takes the matched prefix out of evictable
-                self.full = True
-                break
             ext -= host
-            inp = -(-ext // page) * page
+            inp = ext if page == 1 else -(-ext // page) * page  # real_input_tokens (host hits are loaded)
             if inp >= rem_input and batch:
+                break
+            if lock_ev and total >= rem_total - lock_ev * page:  # the lock takes the matched prefix out of evictable
+                self.full = True
                 break
             if rem_chunk is not None and inp > rem_chunk:
                 trunc = rem_chunk // page * page
