@@ -18,7 +18,7 @@ ROOF = Roofline(weights_bytes=10**9, expert_fraction=0.0, n_experts=0, experts_p
 
 def const_model(step_s: float = 0.01) -> StepModel:
     """Every forward takes ``step_s`` seconds, whatever it computes."""
-    return StepModel(ROOF, (step_s, 0.0, 0.0, 0.0, 0.0), "constant (test)")
+    return StepModel(ROOF, (step_s, 0.0, 0.0, 0.0, 0.0, 0.0), "constant (test)")
 
 
 def sglang(cap: int, page: int = 1, chunk: int | None = 8192, max_running: int = 1024, version: str = "0.5.9",

@@ -14,7 +14,7 @@ from kvplan.simulate.steptime.roofline import Roofline
 
 ROOF = Roofline(weights_bytes=74 * 10**9, expert_fraction=0.99, n_experts=384, experts_per_token=8,
                 kv_bytes_per_token=70_272, active_params_per_token=4.1e9, mem_bw_gbps=1792, dense_tflops=503.8)
-TRUE = (0.012, 1.30, 1.10, 0.80, 0.0)  # the coefficients the lines are written from
+TRUE = (0.012, 1.30, 1.10, 0.80, 0.0, 0.0)  # the coefficients the lines are written from
 
 
 def _sglang_log(path, model: StepModel, n: int = 80, seed: int = 1) -> None:
@@ -35,7 +35,7 @@ def test_sglang_decode_lines_give_back_the_coefficients(tmp_path):
     _sglang_log(log, StepModel(ROOF, TRUE))
     fit = calibrate(str(log), ROOF, 200_000)
     assert fit.mape < 0.001
-    g, aw, akv, ac, _ = fit.model.coef
+    g, aw, akv, ac, _, _ = fit.model.coef
     assert g == pytest.approx(TRUE[0], abs=0.002)
     assert aw == pytest.approx(TRUE[1], rel=0.05) and akv == pytest.approx(TRUE[2], rel=0.15)
     assert fit.prior_mape > 0.3  # the roofline alone is a lower bound, far off
@@ -78,8 +78,8 @@ def test_vllm_stats_lines(tmp_path):
 
 
 def test_map_fit_keeps_coefficients_non_negative_and_follows_the_prior_where_data_say_nothing():
-    xs = [(1.0, 0.02, 0.0, 0.0, 0.0)] * 5  # only one direction observed
-    theta = map_fit(xs, [0.05] * 5, (0.0, 1.0, 1.0, 1.0, 0.0), (0.05, 1.0, 1.0, 1.0, 0.05), 0.001)
+    xs = [(1.0, 0.02, 0.0, 0.0, 0.0, 0.0)] * 5  # only one direction observed
+    theta = map_fit(xs, [0.05] * 5, (0.0, 1.0, 1.0, 1.0, 0.0, 0.0), (0.05, 1.0, 1.0, 1.0, 0.05, 1.0), 0.001)
     assert all(t >= 0 for t in theta)
     assert theta[2] == pytest.approx(1.0) and theta[3] == pytest.approx(1.0)  # unobserved: the prior
     assert theta[0] + 0.02 * theta[1] == pytest.approx(0.05, rel=0.01)

@@ -50,7 +50,7 @@ def test_decode_set_pages_and_shortage_match_a_token_by_token_walk(page):
 def test_step_model_span_is_the_sum_of_its_steps():
     roof = Roofline(weights_bytes=7 * 10**10, expert_fraction=0.95, n_experts=384, experts_per_token=8,
                     kv_bytes_per_token=70_272, active_params_per_token=4e9, mem_bw_gbps=1792, dense_tflops=503.8)
-    m = StepModel(roof, (0.004, 1.2, 0.9, 0.5, 0.002))
+    m = StepModel(roof, (0.004, 1.2, 0.9, 0.5, 0.002, 0.0001))
     b, kv0 = 50, 100_000
     per_step = [m.step(b, kv0 + i * b) for i in range(300)]
     assert m.span(b, kv0, 300) == pytest.approx(sum(per_step), rel=1e-12)

@@ -1,7 +1,7 @@
 """A bounded load on the REAL vLLM-CPU engine (127.0.0.1 only), for the simulator's fidelity checks.
 
 ``run_config`` starts the API server from <repo>/.venv-vllm with a tiny random-weight model (scripts/tiny_models.py),
-waits for /health, and sends ``requests`` requests on a fixed schedule (request i at ``i × gap_s``) through
+waits for /health, and sends ``requests`` requests on a fixed schedule (a slow phase, then a fast one) through
 ``clients`` client threads (a request waits for a free client, as bench_serving's ``--max-concurrency`` does), then
 stops the engine's process group. Prompts are distinct (no prefix-cache hits between requests); every request
 generates exactly its ``max_tokens`` (``ignore_eos``), drawn from a seeded uniform range. Each request has a hard
@@ -48,8 +48,18 @@ class Config:
     requests: int = 48
     prompt_len: int = 400
     output_range: tuple[int, int] = (100, 400)
-    gap_s: float = 0.5
+    phases: tuple[tuple[int, float], ...] = ((16, 2.0), (32, 0.25))  # (requests, seconds between them)
     seed: int = 0
+
+    def send_times(self) -> list[float]:
+        """When request i is due: a slow phase (few running) then a fast one (the running cap), so one run shows
+        the engine's step time at small and large batches."""
+        out, t = [], 0.0
+        for n, gap in self.phases:
+            for _ in range(n):
+                out.append(t)
+                t += gap
+        return (out + [t] * self.requests)[: self.requests]
 
     def flags(self) -> list[str]:
         return ["--kv-cache-memory-bytes", str(self.kv_mib << 20), "--max-model-len", "2048", "--enforce-eager",
@@ -118,15 +128,15 @@ def _prompt(i: int, n: int) -> str:
     return head + ("ab" * n)[: max(0, n - len(head))]
 
 
-def _client(port: int, model: str, cfg: Config, outs: list[int], nxt: list[int], lock: threading.Lock,
-            run: RealRun, t0: float, deadline: float) -> None:
+def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float], nxt: list[int],
+            lock: threading.Lock, run: RealRun, t0: float, deadline: float) -> None:
     while time.monotonic() < deadline:
         with lock:
             i = nxt[0]
             if i >= cfg.requests:
                 return
             nxt[0] += 1
-        wait = t0 + i * cfg.gap_s - time.monotonic()
+        wait = t0 + due[i] - time.monotonic()
         if wait > 0:
             time.sleep(wait)
         body = json.dumps({"model": model, "prompt": _prompt(i, cfg.prompt_len), "max_tokens": outs[i],
@@ -166,11 +176,11 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
     try:
         wait_healthy(proc, f"http://127.0.0.1:{port}", t_start, HEALTH_TIMEOUT_S, log_path, argv)
         run.startup_s = time.monotonic() - t_start
-        outs, nxt, lock = cfg.outputs(), [0], threading.Lock()
+        outs, due, nxt, lock = cfg.outputs(), cfg.send_times(), [0], threading.Lock()
         t0 = time.monotonic()
         deadline = t0 + deadline_s
-        threads = [threading.Thread(target=_client, args=(port, str(model), cfg, outs, nxt, lock, run, t0, deadline),
-                                    daemon=True) for _ in range(cfg.clients)]
+        threads = [threading.Thread(target=_client, args=(port, str(model), cfg, outs, due, nxt, lock, run, t0,
+                                                          deadline), daemon=True) for _ in range(cfg.clients)]
         for t in threads:
             t.start()
         for t in threads:

@@ -109,8 +109,11 @@ class Cluster:
         self.version = [0] * len(self.instances)
         self.rid = 0
         self.events = 0
+        self.single = self.instances[0] if len(self.instances) == 1 else None
 
     def _pick(self) -> Any:
+        if self.single is not None:
+            return self.single
         reps = self.replicas
         if len(reps) == 1:
             j = 0

@@ -51,7 +51,7 @@ class SGLangInstance(Instance):
         self.dec.add(r, self.step)
         self._tie += 1
         v = self.victims
-        if len(v) > 2 * self.dec.B + 64:  # drop entries of requests that left (memory stays flat)
+        if not self._tie & 63 and len(v) > 2 * self.dec.B + 64:  # drop entries of requests that left
             members = self.dec.members
             v[:] = [e for e in v if e[3] in members]
             heapq.heapify(v)
@@ -79,6 +79,8 @@ class SGLangInstance(Instance):
     def _reserved(self) -> float:
         """Σ_running min(max_new - gen, CLIP) × new_token_ratio (``_get_running_request_total_token_offset``)."""
         h, step = self.clip_heap, self.step
+        if not h:  # nobody asks for more than CLIP new tokens
+            return (self.unclip_sum - self.n_unclipped * step) * self.ratio
         while h and h[0][0] <= step:
             _, _, r = heapq.heappop(h)
             if r in self.clipped:

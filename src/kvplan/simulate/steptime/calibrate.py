@@ -1,11 +1,11 @@
 """``--calibrate LOG``: fit the step model to the user's own serving lines, with the roofline as the prior.
 
-Maximum a posteriori of ``y = x·θ`` (steptime/observe.py) under a Gaussian prior centred on the roofline
-(θ0 = (0, 1, 1, 1, 0)): ``θ = (XᵀX/σ² + Λ)⁻¹ (Xᵀy/σ² + Λθ0)``, ``Λ = diag(1/s_j²)`` with s = (mean y, 1, 1, 1,
-mean y) when the GPU's figures are known (each roofline term may be off by ~100 %, the fixed overheads are of the
-order of a step), and a prior 1000× weaker without them; σ is the residual scale (at least 2 % of mean y),
-re-estimated twice. Coefficients stay >= 0 (active set). A log from one configuration pins the step time at the
-batch sizes it saw; the prior decides how it extrapolates, which the report says.
+Maximum a posteriori of ``y = x·θ`` (steptime/observe.py) in relative error, under a Gaussian prior centred on the
+roofline (θ0 = (0, 1, 1, 1, 0)): ``θ = (XᵀX/σ² + Λ)⁻¹ (Xᵀy/σ² + Λθ0)`` on the rows x/y, ``Λ = diag(1/s_j²)`` with
+s = (mean y, 1, 1, 1, mean y) when the GPU's figures are known (each roofline term may be off by ~100 %, the fixed
+overheads are of the order of a step); without them the prior is flat (see ``fit_relative``). σ is the relative
+residual scale (at least 2 %), outlying lines are dropped robustly. Coefficients stay >= 0 (active set). A log from
+one configuration pins the step time at the batch sizes it saw; the prior decides how it extrapolates.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class Fit:
     sigma: float
     log: str
     inflight_tokens: float | None  # the log's KV tokens per running request
+    dropped: int = 0  # outlying lines left out of the fit
 
     @property
     def mape(self) -> float:
@@ -45,7 +46,8 @@ class Fit:
                  "fitted_step_s": round(f, 5), "residual_pct": round((f - r.y) / r.y * 100, 2),
                  "observed_gen_tps": round(r.gen_tps, 1), "fitted_gen_tps": round(r.running / f, 1)}
                 for r, f in zip(self.rows, self.fitted, strict=True)]
-        return {"log": self.log, "observations": len(self.rows), "mape_pct": round(self.mape * 100, 2),
+        return {"log": self.log, "observations": len(self.rows), "dropped_outliers": self.dropped,
+                "mape_pct": round(self.mape * 100, 2),
                 "prior_mape_pct": round(self.prior_mape * 100, 2), "sigma_s": round(self.sigma, 6),
                 "coefficients": dict(zip(NAMES, (round(c, 6) for c in self.model.coef), strict=True)),
                 "log_inflight_tokens_per_request": None if self.inflight_tokens is None
@@ -103,20 +105,54 @@ def calibrate(log_path: str, roof: Roofline, pool_tokens: int, decode_interval: 
                           f"calibration needs at least {MIN_OBS}",
                           "give a log with SGLang 'Decode batch' lines or vLLM periodic stats under load")
     xs, ys = [r.x for r in rows], [r.y for r in rows]
-    mean_y = sum(ys) / len(ys)
-    strength = 1.0 if roof.known else 1000.0
-    scales = (mean_y * strength, strength, strength, strength, mean_y * strength)
-    sigma = 0.05 * mean_y
-    theta = list(PRIOR)
-    for _ in range(3):
-        theta = map_fit(xs, ys, PRIOR, scales, sigma)
-        res = [y - sum(c * v for c, v in zip(theta, x, strict=True)) for x, y in zip(xs, ys, strict=True)]
-        sigma = max(math.sqrt(sum(e * e for e in res) / len(res)), 0.02 * mean_y)
-    t0, t1, t2, t3, t4 = theta
-    model = StepModel(roof, (t0, t1, t2, t3, t4), f"calibrated on {log_path} ({len(rows)} serving lines)")
-    fitted = tuple(sum(c * v for c, v in zip(theta, x, strict=True)) for x in xs)
-    prior_pred = tuple(sum(c * v for c, v in zip(PRIOR, x, strict=True)) for x in xs)
-    tok = [r.kv_tokens for r in rows if r.kv_tokens]
-    run = [r.running for r in rows if r.kv_tokens]
+    theta, sigma, kept = fit_relative(xs, ys, roof.known)
+    t0, t1, t2, t3, t4, t5 = theta
+    model = StepModel(roof, (t0, t1, t2, t3, t4, t5), f"calibrated on {log_path} ({len(kept)} of {len(rows)} serving "
+                      "lines)")
+    used = tuple(rows[i] for i in kept)
+    fitted = tuple(sum(c * v for c, v in zip(theta, r.x, strict=True)) for r in used)
+    prior_pred = tuple(sum(c * v for c, v in zip(PRIOR, r.x, strict=True)) for r in used)
+    tok = [r.kv_tokens for r in used if r.kv_tokens]
+    run = [r.running for r in used if r.kv_tokens]
     inflight = sum(tok) / sum(run) if run and sum(run) else None
-    return Fit(model, tuple(rows), fitted, prior_pred, sigma, log_path, inflight)
+    return Fit(model, used, fitted, prior_pred, sigma, log_path, inflight, len(rows) - len(kept))
+
+
+def fit_relative(xs: list[tuple], ys: list[float], known: bool) -> tuple[list[float], float, list[int]]:
+    """MAP fit of relative errors ``(y - x·θ) / y`` (a line of a 10 ms step weighs as much as one of 100 ms), with
+    lines whose relative residual is more than 3 robust standard deviations (1.4826 × MAD) from the median dropped
+    (at most 30 %: ramp-up lines of one request mostly prefilling, idle intervals). Without GPU figures the prior is
+    flat: each coefficient may explain 10× the mean step time on its own."""
+    n = len(ys)
+    mean_y = sum(ys) / n
+    means = [sum(x[j] for x in xs) / n for j in range(len(PRIOR))]
+    # with the GPU's roofline the batch is priced by its terms; what a sequence adds beyond its token (sampling, its
+    # attention launch) is a small share of a step: 10 % of the mean step over the mean batch
+    per_seq = 0.1 * mean_y / means[5] if means[5] > 0 else 1e30
+    prior: tuple[float, ...] = PRIOR
+    scales: tuple[float, ...] = (mean_y, 1.0, 1.0, 1.0, mean_y, per_seq)
+    if not known:
+        prior = (0.0,) * len(PRIOR)
+        scales = tuple(10 * mean_y / m if m > 0 else 1e30 for m in means)
+    kept = list(range(n))
+    sigma = 0.05
+    theta = list(prior)
+    for it in range(4):
+        rx = [tuple(v / ys[i] for v in xs[i]) for i in kept]
+        theta = map_fit(rx, [1.0] * len(kept), prior, scales, sigma)
+        res = [1.0 - sum(c * v for c, v in zip(theta, xs[i], strict=True)) / ys[i] for i in range(n)]
+        kres = sorted(res[i] for i in kept)
+        sigma = max(math.sqrt(sum(e * e for e in kres) / len(kres)), 0.02)
+        if it == 3:
+            break
+        med = kres[len(kres) // 2]
+        mad = sorted(abs(e - med) for e in kres)[len(kres) // 2]
+        cut = 3 * max(1.4826 * mad, 0.01)
+        new = [i for i in range(n) if abs(res[i] - med) <= cut]
+        floor = max(MIN_OBS, int(0.7 * n + 0.999))
+        if len(new) < floor:  # never drop more than 30 %: keep the closest
+            new = sorted(sorted(range(n), key=lambda i: abs(res[i] - med))[:floor])
+        if len(new) < MIN_OBS or new == kept:
+            break
+        kept = new
+    return theta, sigma, kept

@@ -24,7 +24,7 @@ from kvplan.simulate.steptime.roofline import Roofline
 @dataclass(frozen=True)
 class Observation:
     y: float  # seconds per decode step
-    x: tuple[float, float, float, float, float]  # the step model's columns
+    x: tuple[float, float, float, float, float, float]  # the step model's columns
     running: int
     kv_tokens: float
     gen_tps: float
@@ -44,7 +44,9 @@ def observations(samples: Iterable, roof: Roofline, pool_tokens: int, decode_int
         if s.kind == "prefill":
             pending.setdefault(s.source, []).append(s)
             continue
-        if s.kind not in ("decode", "stats") or not s.running or not s.gen_tps or s.gen_tps <= 0:
+        if s.kind not in ("decode", "stats"):
+            continue
+        if not s.running or not s.gen_tps or s.gen_tps <= 0:
             continue
         b = int(s.running)
         y = b / float(s.gen_tps)
@@ -62,7 +64,6 @@ def observations(samples: Iterable, roof: Roofline, pool_tokens: int, decode_int
         else:
             per_step = (float(s.prompt_tps or 0.0) * b / float(s.gen_tps))
             k = (s.usage or 0.0) * pool_tokens
-            f = roof.features(b, k, int(round(per_step)))
-            x = (1.0, f[1], f[2], f[3], 0.0)
+            x = roof.features(b, k, int(round(per_step)))
         out.append(Observation(y, x, b, k, float(s.gen_tps), per_step, s.source or "", s.t))
     return out

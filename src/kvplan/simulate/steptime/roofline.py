@@ -8,7 +8,8 @@ KV tokens, one rank moves and computes
     flops(T)   = 2 × active_params_per_token × T
 
 (``E`` routed experts, ``k`` per token, ``G`` DP-attention groups that run each MoE layer in lock step: the expected
-share of experts a batch touches). The features the step model is linear in are these divided by the HBM bandwidth
+share of experts a batch touches), plus the count of decoding sequences (a per-sequence cost the roofline does
+not have). The features the step model is linear in are these divided by the HBM bandwidth
 and the dense FLOP/s of the compute dtype, in seconds; the pure roofline ``t = weights + kv + flops`` is a lower
 bound of a real step (launch overheads, communication and imperfect overlap are what calibration measures).
 Without GPU figures (a CPU launch, an unknown GPU) the features are in nominal units of 1 TB/s and 1 PFLOP/s and
@@ -67,10 +68,12 @@ class Roofline:
         return 2.0 * self.active_params_per_token * tokens / self.flops_per_s
 
     def features(self, decode: int, kv_tokens: float, prefill_tokens: int = 0,
-                 prefill_batches: float = 0.0) -> tuple[float, float, float, float, float]:
-        """(1, weights s, KV s, compute s, prefill-batch count): the columns of the step model."""
+                 prefill_batches: float = 0.0) -> tuple[float, float, float, float, float, float]:
+        """(1, weights s, KV s, compute s, prefill-batch count, decoding sequences): the step model's columns. The
+        last has no roofline (its prior is 0): what a decoding sequence costs beyond its token's FLOPs (sampling,
+        its attention launch, the engine's per-request work), which calibration measures."""
         t = decode + prefill_tokens
-        return 1.0, self.weight_s(t), self.kv_s(kv_tokens), self.compute_s(t), prefill_batches
+        return 1.0, self.weight_s(t), self.kv_s(kv_tokens), self.compute_s(t), prefill_batches, float(decode)
 
     def summary(self) -> dict:
         return {"weights_bytes_per_rank": self.weights_bytes, "expert_fraction": round(self.expert_fraction, 4),
