@@ -18,53 +18,21 @@ the real run's wall time over the simulation's; then whether the simulation orde
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-LOCK = "/tmp/kvplan-engine.lock"
-
-
-def configs():
-    from tests.simulate.vllm_load import Config
-
-    return (Config("A", 32, 16, 16), Config("B", 4, 16, 16), Config("C", 32, 4, 16))
-
-
-def simulate_like(run, calib_log: Path, work: Path) -> dict:
-    """The simulator on the launch and the requests of ``run``, calibrated on ``calib_log``."""
-    from kvplan.simulate.run import run_simulation
-    from kvplan.simulate.session import prepare
-    from kvplan.simulate.workload.files import load_file
-
-    w = load_file(str(run.workload_jsonl(work / f"{run.config.name}.jsonl")), concurrency=run.config.clients)
-    ses = prepare(run.argv, {}, str(calib_log))
-    t = time.perf_counter()
-    res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs))
-    wall = time.perf_counter() - t
-    return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": wall,
-            "running_mean": res.running_mean, "preempted": res.preempted_requests,
-            "calibration": ses.fit.to_dict(max_rows=0) if ses.fit else None}
 
 
 def measure(out: Path) -> list[dict]:
-    from tests.simulate.vllm_load import run_config, tiny_model
+    from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
 
-    model = tiny_model(out / "models")
-    runs = []
-    with open(LOCK, "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)  # one engine at a time on this machine
-        for cfg in configs():
-            runs.append(run_config(model, cfg, out / f"{cfg.name}.log"))
-            print(f"[real] {cfg.name}: {runs[-1].gen_tps:.1f} tok/s, mean latency {runs[-1].mean_latency_s:.2f} s, "
-                  f"load {runs[-1].load_s:.1f} s, {len(runs[-1].errors)} errors", file=sys.stderr)
+    runs = run_all(tiny_model(out / "models"), out, configs(), lambda m: print(m, file=sys.stderr))
     calib = out / "A.log"
     rows = []
     for run in runs:

@@ -95,6 +95,14 @@ def render_tune(res: Any, fit: Any, top: int) -> None:
     if fit is not None:
         d = fit.to_dict(max_rows=0)
         c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %)")
+        rows = fit.rows
+        if rows and res.current.result is not None:
+            gen = sum(r.gen_tps for r in rows) / len(rows)
+            run = sum(r.running for r in rows) / len(rows)
+            cur = res.current.result
+            c.print(f"calibration point: the log served {gen:,.0f} tok/s with {run:,.0f} running; the current launch "
+                    f"simulated on this workload: {cur.steady_gen_tps or cur.gen_tps:,.0f} tok/s with "
+                    f"{cur.running_mean:,.0f} running")
     t = Table(title="launches ranked by predicted generation throughput (steady state)")
     for col in ("", "lever", "gen tok/s", "p99 e2e", "p99 TTFT", "running", "preempted", "KV tokens"):
         t.add_column(col, justify="right" if col not in ("", "lever") else "left")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 
 from kvplan.simulate.core import prefix
-from kvplan.simulate.core.instance import Instance
+from kvplan.simulate.core.instance import STEP, Instance
 from kvplan.simulate.core.request import DONE, PREFILLING, WAITING, Req
 from kvplan.simulate.policy.sglang_knobs import SGLangKnobs
 
@@ -116,7 +116,10 @@ class SGLangInstance(Instance):
     def _prefill(self, free: int) -> bool:
         k, page = self.k, self.page
         avail = free * page  # available + evictable tokens
-        rem_total = avail - self._reserved()
+        if self.clip_heap:
+            rem_total = avail - self._reserved()
+        else:  # nobody asks for more than CLIP new tokens: Σ (max_new - gen) × ratio
+            rem_total = avail - (self.unclip_sum - self.n_unclipped * self.step) * self.ratio
         cur_rem = avail
         rem_input = k.max_prefill_tokens
         rem_chunk = k.chunked_prefill_size
@@ -206,8 +209,10 @@ class SGLangInstance(Instance):
             self.aux_pages += pages
             new_tokens += ext
         self.batch = batch
-        t = self.model.step(0, ctx, new_tokens, prefill_batch=True) + self.host_load_s(host_tokens)
-        self.plan_step(t)
+        t = self.model.step(0, ctx, new_tokens, prefill_batch=True)
+        if host_tokens:
+            t += self.host_load_s(host_tokens)
+        self.kind, self.interruptible, self.next_t, self.planned = STEP, False, self.t + t, True
         return True
 
     def finish_step(self) -> list[Req]:
