@@ -14,10 +14,13 @@ from typing import Any
 def simulate(command: Any, workload: Any, calibrate: str | None = None, mem_bw_gbps: float | None = None,
              tflops: float | None = None, router: str = "round-robin", host_bw_gbps: float | None = None,
              **options: Any) -> Any:
-    """Simulate ``workload`` (simulate.workload.Workload) on the launch ``command``; ``options`` are check's."""
+    """Simulate ``workload`` (simulate.workload.Workload) on the launch ``command`` (argv, a string, or the
+    CheckResult of ``kvplan.check``, whose plan names its command); ``options`` are check's."""
     from kvplan.simulate.run import run_simulation
     from kvplan.simulate.session import prepare
 
+    if hasattr(command, "plan"):
+        command = command.plan.command
     ses = prepare(command, options, calibrate, mem_bw_gbps, tflops)
     return run_simulation(ses.inputs, workload, ses.model_for(ses.inputs), router, host_bw_gbps)
 
