@@ -220,9 +220,7 @@ def simulate_like(run: RealRun, calib_log: Path, work: Path) -> dict:
 
     w = load_file(str(run.workload_jsonl(work / f"{run.config.name}.jsonl")), concurrency=run.config.clients)
     ses = prepare(run.argv, {}, str(calib_log))
-    t = time.perf_counter()
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs))
-    wall = time.perf_counter() - t
-    return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": wall,
+    return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": res.sim["wall_s"],
             "running_mean": res.running_mean, "preempted": res.preempted_requests,
             "calibration": ses.fit.to_dict(max_rows=0) if ses.fit else None}
