@@ -24,6 +24,8 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
+from kvplan.simulate.core.host import HostTier
+
 
 class Segment:
     __slots__ = ("key", "tokens", "prio", "version", "locks", "on_device", "host", "hits", "hver")
@@ -40,7 +42,7 @@ class Segment:
         self.hver = 0
 
 
-class PrefixCache:
+class PrefixCache(HostTier):
     def __init__(self, page: int = 1, whole_leaf: bool = True, enabled: bool = True, host_tokens: int = 0,
                  write_policy: str = "write_through"):
         self.page = max(1, page)
@@ -62,6 +64,9 @@ class PrefixCache:
         self.host_writeback_tokens = 0
         self.host_load_tokens = 0
         self.evicted_tokens = 0
+
+    def _segment(self, key, now: float) -> Segment:
+        return Segment(key, 0, now)
 
     def pages(self, tokens: int) -> int:
         return -(-tokens // self.page)
@@ -163,16 +168,6 @@ class PrefixCache:
             self.seg.pop(key, None)
         return n
 
-    def host_write(self, key, tokens: int, now: float) -> None:
-        """Write-through of a running request's freshly prefilled tokens (HiCache inserts them into the tree, which
-        backs them up at once with ``write_through``)."""
-        if not (self.enabled and self.host_cap and self.write_policy == "write_through") or tokens <= 0:
-            return
-        s = self.seg.get(key)
-        if s is None:
-            s = self.seg[key] = Segment(key, 0, now)
-        self._to_host(s, now, tokens, count=True)
-
     def retire(self, key, tokens: int, now: float) -> None:
         """The KV of a finished request, which no later request can match: evictable from now (its access time is
         the latest, so it queues behind every segment before it); its host copy (write-through) joins the host
@@ -248,59 +243,3 @@ class PrefixCache:
             if not s.on_device and not s.host:
                 self.seg.pop(key, None)
         return freed
-
-    def load_back(self, key, now: float) -> int:
-        """Copy the host part of a segment to the device (the caller allocates it); returns tokens loaded."""
-        s = self.seg.get(key)
-        if s is None or s.host <= (s.tokens if s.on_device else 0):
-            return 0
-        n = s.host - (s.tokens if s.on_device else 0)
-        self.host_load_tokens += n
-        self._touch_host(s, now)
-        return n
-
-    # ---- host tier -----------------------------------------------------------------------------------------
-    def _to_host(self, s: Segment, now: float, tokens: int | None = None, count: bool = False) -> None:
-        want = min(self.host_cap, tokens if tokens is not None else s.tokens)
-        if want <= s.host:
-            return
-        add = want - s.host
-        self._make_host_room(add, s.key)
-        add = min(add, self.host_cap - self.host_used)
-        if add <= 0:
-            return
-        if tokens is None or count:
-            self.host_write_tokens += add
-        s.host += add
-        self.host_used += add
-        self._touch_host(s, now)
-
-    def _touch_host(self, s: Segment, now: float) -> None:
-        self._tie += 1
-        s.hver += 1
-        h = self.host_heap
-        if len(h) > 2 * len(self.seg) + 64:
-            seg = self.seg
-            h[:] = [e for e in h if (x := seg.get(e[3])) is not None and x.hver == e[2]]
-            heapq.heapify(h)
-        heapq.heappush(h, (now, self._tie, s.hver, s.key))
-
-    def _make_host_room(self, tokens: int, keep) -> None:
-        h, anon = self.host_heap, self.host_anon
-        while self.host_used + tokens > self.host_cap and (h or anon):
-            if anon and (not h or anon[0][0] <= h[0][0]):
-                a = anon[0]
-                drop = min(a[1], self.host_used + tokens - self.host_cap)
-                a[1] -= drop
-                self.host_used -= drop
-                if a[1] <= 0:
-                    anon.popleft()
-                continue
-            _, _, hver, key = heapq.heappop(h)
-            s = self.seg.get(key)
-            if s is None or s.hver != hver or key == keep or not s.host or s.locks:
-                continue
-            self.host_used -= s.host
-            s.host = 0
-            if not s.on_device:
-                self.seg.pop(key, None)

@@ -24,6 +24,7 @@ from kvplan.simulate.core import prefix
 from kvplan.simulate.core.instance import STEP, Instance
 from kvplan.simulate.core.request import DONE, PREFILLING, WAITING, Req
 from kvplan.simulate.policy.sglang_knobs import SGLangKnobs
+from kvplan.simulate.policy.sglang_reserve import Reservation
 
 
 class SGLangInstance(Instance):
@@ -38,13 +39,7 @@ class SGLangInstance(Instance):
         self.batch: list[tuple[Req, int, bool]] = []
         self.victims: list = []  # (-birth, -prompt, tie, req): the retraction order
         self._tie = 0
-        # Σ min(max_new - gen, CLIP) over the running batch, in closed form (gen = step - birth)
-        self.clip_heap: list = []  # (step at which max_new - gen drops to CLIP, tie, req)
-        self.clipped: set[Req] = set()
-        self.unclip_sum = 0  # Σ (max_new + birth) over unclipped members
-        self.n_unclipped = 0
-        self.sum_birth = 0
-        self.sum_max_new = 0
+        self.res = Reservation(self.clip)  # Σ min(max_new - gen, CLIP) over the running batch
 
     # ---- running-batch bookkeeping -------------------------------------------------------------------------
     def _join(self, r: Req) -> None:
@@ -56,39 +51,15 @@ class SGLangInstance(Instance):
             v[:] = [e for e in v if e[3] in members]
             heapq.heapify(v)
         heapq.heappush(v, (-r.birth, -r.prompt, self._tie, r))
-        u = r.max_new + r.birth - self.clip
-        if self.step < u:
-            self.clipped.add(r)
-            heapq.heappush(self.clip_heap, (u, self._tie, r))
-        else:
-            self.unclip_sum += r.max_new + r.birth
-            self.n_unclipped += 1
-        self.sum_birth += r.birth
-        self.sum_max_new += r.max_new
+        self.res.join(r, self.step)
 
     def _leave(self, r: Req) -> None:
         self.dec.remove(r, self.step)
-        if r in self.clipped:
-            self.clipped.discard(r)
-        else:
-            self.unclip_sum -= r.max_new + r.birth
-            self.n_unclipped -= 1
-        self.sum_birth -= r.birth
-        self.sum_max_new -= r.max_new
+        self.res.leave(r)
 
     def _reserved(self) -> float:
         """Σ_running min(max_new - gen, CLIP) × new_token_ratio (``_get_running_request_total_token_offset``)."""
-        h, step = self.clip_heap, self.step
-        if not h:  # nobody asks for more than CLIP new tokens
-            return (self.unclip_sum - self.n_unclipped * step) * self.ratio
-        while h and h[0][0] <= step:
-            _, _, r = heapq.heappop(h)
-            if r in self.clipped:
-                self.clipped.discard(r)
-                self.unclip_sum += r.max_new + r.birth
-                self.n_unclipped += 1
-        rem = self.clip * len(self.clipped) + self.unclip_sum - self.n_unclipped * step
-        return rem * self.ratio
+        return self.res.remaining(self.step) * self.ratio
 
     def on_decode_steps(self, n: int) -> None:
         r = self.ratio - n * self.decay
@@ -116,10 +87,7 @@ class SGLangInstance(Instance):
     def _prefill(self, free: int) -> bool:
         k, page = self.k, self.page
         avail = free * page  # available + evictable tokens
-        if self.clip_heap:
-            rem_total = avail - self._reserved()
-        else:  # nobody asks for more than CLIP new tokens: Σ (max_new - gen) × ratio
-            rem_total = avail - (self.unclip_sum - self.n_unclipped * self.step) * self.ratio
+        rem_total = avail - self.res.remaining(self.step) * self.ratio
         cur_rem = avail
         rem_input = k.max_prefill_tokens
         rem_chunk = k.chunked_prefill_size
@@ -307,6 +275,6 @@ class SGLangInstance(Instance):
             self.sink.preemptions += n
             self.sink.preempt_events += 1
             B = self.dec.B
-            decoded = B * self.step - self.sum_birth
-            self.ratio = min(1.0, (decoded + k.retract_decode_steps * B) / (self.sum_max_new + 1))
+            decoded = B * self.step - self.res.sum_birth
+            self.ratio = min(1.0, (decoded + k.retract_decode_steps * B) / (self.res.sum_max_new + 1))
             self.full = False
