@@ -13,6 +13,12 @@ import argparse
 import json
 from collections.abc import Sequence
 
+EPILOG = """workload files:
+  JSONL of requests, one object per line: {"prompt_len": 1000, "output_len": 4000} plus optional
+  "max_tokens", "arrival" (seconds: replayed as a trace), "prefix_id" and "prefix_len" (a shared prefix);
+  or the result file of `python -m sglang.bench_serving --output-file` / vLLM `benchmark_serving --save-result`
+  (per-request lengths with --output-details / --save-detailed; its rate and max concurrency are replayed).
+"""
 TUNE_MAX_REQUESTS = 20_000  # tune simulates at most this many requests per candidate (steady state decides)
 
 
@@ -45,9 +51,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
 
     sim = subparsers.add_parser(
         "simulate", help="what a launch does to a workload: tok/s, latencies, queueing: kvplan simulate ... -- <cmd>",
-        description="Simulate the engine's scheduler (SGLang or vLLM V1) on a workload, with the KV pool, page size, "
-        "chunked prefill, running cap, prefix cache and HiCache host tier of the launch as kvplan check plans it. "
-        "Step times come from a roofline of the GPU (or --calibrate LOG). Put the launch command after --.")
+        description="Simulate the engine's scheduler (SGLang or vLLM V1) on a workload, with the KV pool, page size,\n"
+        "chunked prefill, running cap, prefix cache and HiCache host tier of the launch as kvplan check plans it.\n"
+        "Step times come from a roofline of the GPU (or --calibrate LOG). Put the launch command after --.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _hardware_options(sim)
     _workload_args(sim)
     sim.add_argument("--series", action="store_true", help="print running/queued over time")

@@ -1,6 +1,7 @@
-"""vLLM V1's scheduler, one ``Scheduler.schedule()`` per step (0.32.0, the engine this repo runs; pinned):
-https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/v1/core/sched/scheduler.py and
-https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/v1/core/kv_cache_manager.py
+"""vLLM V1's scheduler, one ``Scheduler.schedule()`` per step, as read in 0.32.0 (the engine this repo runs) and
+0.20.0 (the same logic; pinned): https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/v1/core/sched/scheduler.py,
+https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/v1/core/kv_cache_manager.py (``allocate_slots``) and
+https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/v1/core/block_pool.py (free queue order)
 
 * One step mixes decodes and prefill chunks under ``max_num_batched_tokens``. Running requests go first, in
   admission order: each gets its next token (or the rest of its prompt, up to the budget) and

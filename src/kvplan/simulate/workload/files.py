@@ -60,7 +60,8 @@ def _item(d: Any, where: str, ids: dict) -> Item:
     if o is None and mx is not None:
         o = mx
     if p is None or o is None:
-        raise KvplanError(f"{where}: a request needs prompt_len and output_len", "see `kvplan simulate --help`")
+        raise KvplanError(f"{where}: a request needs prompt_len and output_len",
+                          "see the formats at the end of `kvplan simulate --help`")
     t = _first(d, _T)
     if t is not None:
         try:
@@ -218,6 +219,6 @@ def load_file(path_str: str, concurrency: int | None = None, rate: float | None 
         res = _last_json(path)
         if not is_bench_result(res):
             raise KvplanError(f"{path}: neither a JSONL of requests nor a bench_serving/benchmark_serving result",
-                              "see `kvplan simulate --help` for the formats")
+                              "see the formats at the end of `kvplan simulate --help`")
         return bench_result(path, res, seed)
     return request_jsonl(path, concurrency, rate, burstiness, seed)
