@@ -20,7 +20,9 @@ from kvplan.simulate.workload.spec import Item, Workload
 
 
 class Driver:
-    """When each request of the workload is sent: its own timestamp, a rate (Poisson/gamma), client slots."""
+    """When each request of the workload is sent: its own timestamp, a rate (Poisson/gamma), client slots.
+
+    ``t_next`` is always current: when the next request goes (inf: none left, or every client busy)."""
 
     def __init__(self, w: Workload):
         self.w = w
@@ -32,21 +34,18 @@ class Driver:
         self.sched_t = 0.0
         self.pending: Item | None = None
         self.pending_t = 0.0
-        self.exhausted = False
         self.rnd = random.Random(w.seed * 7919 + 1)
         self.timed_rate = w.rate is not None and w.rate != inf
-        self.t_next: float | None = None
+        self.t_next = inf
+        self._fetch()
 
     def _fetch(self) -> None:
-        if self.pending is not None or self.exhausted:
-            return
-        if self.total is not None and self.issued >= self.total:
-            self.exhausted = True
-            return
-        try:
-            item = next(self.it)
-        except StopIteration:
-            self.exhausted = True
+        """Load the next request of the workload (if any) and its scheduled time; update ``t_next``."""
+        item = None
+        if self.total is None or self.issued < self.total:
+            item = next(self.it, None)
+        if item is None:
+            self.pending, self.t_next = None, inf
             return
         if item.arrival is not None:
             t = item.arrival
@@ -58,38 +57,32 @@ class Driver:
         else:
             t = 0.0
         self.pending, self.pending_t = item, t
+        if self.slots <= 0:
+            self.t_next = inf
+        else:
+            self.t_next = t if t > self.avail_t else self.avail_t
 
     def next_time(self) -> float:
-        """When the next request is sent (inf: none left, or every client busy)."""
-        t = self.t_next
-        if t is None:
-            self._fetch()
-            if self.pending is None or self.slots <= 0:
-                t = inf
-            else:
-                t = self.pending_t if self.pending_t > self.avail_t else self.avail_t
-            self.t_next = t
-        return t
+        return self.t_next
 
     def pop(self, rid: int) -> Req:
-        t = self.next_time()
-        it = self.pending
+        t, it = self.t_next, self.pending
         assert it is not None, "pop() without a pending request"
-        self.pending = None
         self.issued += 1
         self.slots -= 1
-        self.t_next = None
+        self._fetch()
         return Req(rid, t, it.prompt, it.output, it.max_new, it.prefix_id, it.prefix_len)
 
     def release(self, t: float) -> None:
-        if self.slots <= 0:
-            self.avail_t = max(self.avail_t, t)
+        if self.slots <= 0 and t > self.avail_t:
+            self.avail_t = t
         self.slots += 1
-        self.t_next = None
+        if self.slots == 1 and self.pending is not None:  # a client is free again
+            pt = self.pending_t
+            self.t_next = pt if pt > self.avail_t else self.avail_t
 
     @property
     def done(self) -> bool:
-        self._fetch()
         return self.pending is None
 
 
@@ -138,7 +131,7 @@ class Cluster:
         together at the next scheduling point); ``hold`` plans itself."""
         d = self.driver
         woken = []
-        while (d.t_next if d.t_next is not None else d.next_time()) <= t:
+        while d.t_next <= t:
             self.rid += 1
             r = d.pop(self.rid)
             inst = self._pick()
@@ -156,7 +149,7 @@ class Cluster:
             inst.schedule()
             self._push(inst)
         while True:
-            t_arr = d.t_next if d.t_next is not None else d.next_time()
+            t_arr = d.t_next
             while h and h[0][1] != self.version[h[0][2]]:
                 heapq.heappop(h)
             t_inst = h[0][0] if h else inf
@@ -181,11 +174,11 @@ class Cluster:
                 for _ in done:
                     self.outstanding[idx] -= 1
                     d.release(t)
-                if (d.t_next if d.t_next is not None else d.next_time()) <= t:
+                if d.t_next <= t:
                     self._arrivals(t, hold=inst)
                 inst.schedule()
                 nt = inst.next_t
-                if nt == inf or nt > d.next_time() or (h and nt > h[0][0]):
+                if nt == inf or nt > d.t_next or (h and nt > h[0][0]):
                     break
                 self.events += 1
             self._push(inst)
