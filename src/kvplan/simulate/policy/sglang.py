@@ -93,7 +93,7 @@ class SGLangInstance(Instance):
         rem_chunk = k.chunked_prefill_size
         batch: list[tuple[Req, int, bool]] = []
         ctx = 0
-        host_tokens = 0
+        host_tokens = new_tokens = aux = 0
         clip = self.clip
         if self.chunked is not None:  # add_chunked_req: always part of the batch
             r = self.chunked
@@ -105,6 +105,10 @@ class SGLangInstance(Instance):
             done = ext >= left
             batch.append((r, ext, done))
             ctx += r.computed + ext
+            new_tokens += ext
+            grab = -(-(r.computed + ext - r.shared) // page) - r.aux  # KV for the chunk is allocated now
+            r.aux += grab
+            aux += grab
             rem_total -= ext + (min(r.max_new, clip) if done else 0)
             cur_rem -= ext
             rem_input -= ext
@@ -147,14 +151,17 @@ class SGLangInstance(Instance):
             waiting.popleft()
             if r.prefix_id is not None or r.retracts:
                 prefix.claim(self, r, dev, host, self.t)
-            else:
-                r.shared, r.pinned, r.cached, r.host_hit = 0, False, 0, 0
-            host_tokens += host
-            self.sink.admitted(r, self.t, r.prompt + r.gen, dev, host, ext)
-            r.computed = dev + host
+                host_tokens += host
+            # (a fresh request without a shared prefix keeps its defaults: nothing shared, cached or loaded)
+            self.sink.admitted(r, self.t, r.prompt + gen, dev, host, ext)
+            computed = r.computed = dev + host
             r.state = PREFILLING
             batch.append((r, ext, done))
-            ctx += r.computed + ext
+            ctx += computed + ext
+            new_tokens += ext
+            grab = (computed + ext - r.shared if page == 1 else -(-(computed + ext - r.shared) // page)) - r.aux
+            r.aux += grab  # KV for the new tokens (and what came back from the host) is allocated now
+            aux += grab
             rem_total -= inp + reserve + lock_ev * page
             cur_rem -= inp
             rem_input -= inp
@@ -170,12 +177,7 @@ class SGLangInstance(Instance):
                 break
         if not batch:
             return False
-        new_tokens = 0
-        for r, ext, _ in batch:  # KV for the new tokens (and what came back from the host) is allocated now
-            pages = -(-(r.computed + ext - r.shared) // page) - r.aux
-            r.aux += pages
-            self.aux_pages += pages
-            new_tokens += ext
+        self.aux_pages += aux
         self.batch = batch
         t = self.model.step(0, ctx, new_tokens, prefill_batch=True)
         if host_tokens:
