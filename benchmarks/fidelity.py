@@ -12,75 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-DEFAULT_CORPUS = ROOT.parent / "shared" / "logcorpus"
-VERSION_RE = re.compile(r"\b(?:v)?(0\.\d+\.\d+(?:\.post\d+|\.\d+)?)\b")
-
-
-def _gpu(case: dict) -> dict:
-    from kvplan.errors import KvplanError
-    from kvplan.hardware.gpus import lookup_gpu
-
-    name = str(case.get("gpu") or "")
-    for cand in (name, re.sub(r"\s*\(.*?\)", "", name), name.split(",")[0]):
-        if not cand.strip():
-            continue
-        try:
-            return {"gpu": lookup_gpu(cand).name}
-        except KvplanError:
-            continue
-    m = re.search(r"(\d+(?:\.\d+)?)\s*GiB", str(case.get("gpu_total_mem") or ""))
-    if m:
-        return {"gpu_mem_mib": int(float(m.group(1)) * 1024)}
-    return {"gpu": "h100"}  # only the default-fraction heuristic and graph estimates use it when the log has P
-
-
-def _command(case: dict) -> list[str] | None:
-    """The case's launch command when it is one; else the engine's launcher with the case's model and args
-    (what a user adds after -- for flags the log does not show)."""
-    cmd = str(case.get("command") or "")
-    from kvplan.models.catalog import catalog_entry
-
-    entry = catalog_entry(_model_id(case))
-    if not re.match(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)", cmd):
-        if entry is None:
-            return None
-        a = case.get("args") or {}
-        if case["engine"] == "sglang":
-            argv = ["python", "-m", "sglang.launch_server", "--model-path", entry["id"]]
-            for k, flag in (("tp_size", "--tp"), ("dp_size", "--dp"), ("pp_size", "--pp"),
-                            ("mem_fraction_static", "--mem-fraction-static"), ("kv_cache_dtype", "--kv-cache-dtype"),
-                            ("page_size", "--page-size"), ("context_length", "--context-length")):
-                if isinstance(a.get(k), (int, float)) and not isinstance(a.get(k), bool):
-                    argv += [flag, str(a[k])]
-            return argv
-        argv = ["vllm", "serve", entry["id"]]
-        for k, flag in (("tp_size", "-tp"), ("pp_size", "-pp"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
-                        ("max_model_len", "--max-model-len"), ("block_size", "--block-size"),
-                        ("kv_cache_dtype", "--kv-cache-dtype")):
-            if isinstance(a.get(k), (int, float, str)) and not isinstance(a.get(k), bool) and \
-                    not str(a.get(k)).startswith("default"):
-                argv += [flag, str(a[k])]
-        return argv
-    if re.match(r"^\s*(\S+=\S+\s+)*(python\S*\s+-m\s+(sglang|vllm)|sglang\s+serve|vllm\s+serve)", cmd):
-        import shlex
-
-        try:
-            return shlex.split(cmd.replace("\\\n", " "))
-        except ValueError:
-            return None
-    return None
-
-
-def _model_id(case: dict) -> str:
-    """The case's model without the corpus' parenthetical notes ("Qwen/X (Qwen3MoeForCausalLM)" -> "Qwen/X")."""
-    return re.sub(r"\s*\(.*$", "", str(case.get("model") or "")).strip()
+from corpus import DEFAULT_CORPUS, engine_version, gpu_option, load_cases, model_id  # noqa: E402
+from corpus import command as case_command  # noqa: E402
 
 
 def run_case(case: dict, corpus: Path) -> dict:
@@ -90,16 +25,15 @@ def run_case(case: dict, corpus: Path) -> dict:
 
     row = {"id": case["id"], "engine": case["engine"], "model": case.get("model"), "observed": None,
            "predicted": None, "error_pct": None, "reason": None}
-    m = VERSION_RE.search(str(case.get("engine_version") or ""))
-    opts = {**_gpu(case), "host_mem_gib": 2048.0}
-    if m:
-        opts["engine_version"] = m.group(1)
+    opts = {**gpu_option(case), "host_mem_gib": 2048.0}
+    if engine_version(case):
+        opts["engine_version"] = engine_version(case)
     row["version"] = opts.get("engine_version", "?")
-    model = _model_id(case)
+    model = model_id(case)
     if catalog_entry(model) is None:
         row["reason"] = f"model {model!r} not in the catalog (pass --model-config)"
     try:
-        res = explain(str(corpus / case["raw_file"]), _command(case), **opts)
+        res = explain(str(corpus / case["raw_file"]), case_command(case), **opts)
     except KvplanError as e:
         row["reason"] = str(e)
         return row
@@ -125,8 +59,7 @@ def run_case(case: dict, corpus: Path) -> dict:
 
 
 def run(corpus: Path) -> list[dict]:
-    cases = [json.loads(x) for x in (corpus / "cases.jsonl").read_text().splitlines() if x.strip()]
-    return [run_case(c, corpus) for c in cases]
+    return [run_case(c, corpus) for c in load_cases(corpus)]
 
 
 def supported(rows: list[dict]) -> list[dict]:

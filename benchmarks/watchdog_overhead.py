@@ -62,7 +62,7 @@ def measure(name: str, command: list[str], extra: list[str], duration: float, tt
         if tty:
             master, out = os.openpty()
             threading.Thread(target=_drain, args=(master,), daemon=True).start()
-        p = subprocess.Popen([sys.executable, "-m", "kvplan.launch", "launch", *([] if tty else ["--plain"]), "--log",
+        p = subprocess.Popen([sys.executable, "-m", "kvplan", "launch", *([] if tty else ["--plain"]), "--log",
                               f"{tmp}/log", *extra, "--", *command], stdout=out, stderr=subprocess.DEVNULL, env=env)
         try:
             time.sleep(2.0)  # start-up (imports, first scans) is not the steady cost

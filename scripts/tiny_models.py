@@ -249,8 +249,26 @@ MODELS: dict[str, Callable[[], Any]] = {
 # ---------------------------------------------------------------------------
 # building
 # ---------------------------------------------------------------------------
-def build_model(name: str, outdir: str | Path, dtype: str = DTYPE) -> Path:
-    """Build model *name* into ``outdir/name`` and return that path.
+DTYPE_KEYS = {"both": ("torch_dtype", "dtype"), "dtype": ("dtype",), "torch_dtype": ("torch_dtype",), "none": ()}
+
+
+def split_name(name: str) -> tuple[str, str, tuple[str, ...]]:
+    """``BASE[__DTYPE__KEYS]`` -> (base model, weight dtype, config.json dtype keys).
+
+    ``llama_gqa__float32__dtype``: llama_gqa with float32 weights whose config.json names the dtype only under
+    ``"dtype"`` (what transformers >= 4.56 writes); ``__torch_dtype`` only under the older key; ``__none`` under
+    neither (vLLM then reads the safetensors metadata). A plain name is bfloat16 with both keys.
+    """
+    parts = name.split("__")
+    if len(parts) == 1:
+        return name, DTYPE, DTYPE_KEYS["both"]
+    if len(parts) != 3 or parts[0] not in MODELS or parts[2] not in DTYPE_KEYS:
+        raise ValueError(f"bad model name {name!r}: BASE__DTYPE__(both|dtype|torch_dtype|none)")
+    return parts[0], parts[1], DTYPE_KEYS[parts[2]]
+
+
+def build_model(name: str, outdir: str | Path, dtype: str | None = None) -> Path:
+    """Build model *name* (see ``split_name``) into ``outdir/name`` and return that path.
 
     Skips the work if the directory already holds a config, weights and
     a tokenizer.
@@ -258,6 +276,8 @@ def build_model(name: str, outdir: str | Path, dtype: str = DTYPE) -> Path:
     import torch
     from transformers import AutoModelForCausalLM
 
+    base, weight_dtype, keys = split_name(name)
+    dtype = dtype or weight_dtype
     path = Path(outdir) / name
     if (
         (path / "config.json").is_file()
@@ -267,18 +287,20 @@ def build_model(name: str, outdir: str | Path, dtype: str = DTYPE) -> Path:
         return path
     path.mkdir(parents=True, exist_ok=True)
 
-    config = MODELS[name]()
+    config = MODELS[base]()
     torch_dtype = getattr(torch, dtype)
     torch.manual_seed(SEED)
     model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
     model.eval()
     model.save_pretrained(str(path))
     build_tokenizer(path)
-    # Make the stored dtype explicit for vLLM ("auto" dtype reads it).
+    # Make the stored dtype explicit for vLLM ("auto" dtype reads it), under the keys asked for.
     cfg_file = path / "config.json"
     data = json.loads(cfg_file.read_text())
-    data["torch_dtype"] = dtype
-    data["dtype"] = dtype
+    data.pop("torch_dtype", None)
+    data.pop("dtype", None)
+    for key in keys:
+        data[key] = dtype
     cfg_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -313,7 +335,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.outdir:
         ap.error("OUTDIR is required")
-    unknown = [n for n in args.names if n not in MODELS]
+    unknown = []
+    for n in args.names:
+        try:
+            split_name(n)
+        except ValueError:
+            unknown.append(n)
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)}")
     for name, path in build_all(args.outdir, args.names or None).items():

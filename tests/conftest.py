@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,21 @@ def check_json(hw: list[str], cmd: list[str]) -> tuple[int, dict]:
 @pytest.fixture
 def incident() -> tuple[list[str], list[str]]:
     return list(INCIDENT_HW), list(INCIDENT_CMD)
+
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "logcorpus"  # ../shared/logcorpus beside the clone (CI has it there too)
+
+
+def corpus_jsonl(name: str) -> list[dict]:
+    """The records of ``<corpus>/<name>`` (cases.jsonl, throughput.jsonl) for parametrize at collection time; empty
+    when the corpus is missing, and then every test that takes the ``corpus`` fixture fails."""
+    path = CORPUS / name
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The real-log corpus (README.md, cases.jsonl, throughput.jsonl, raw/); a missing corpus fails, never skips."""
+    assert (CORPUS / "cases.jsonl").is_file(), f"logcorpus not found at {CORPUS} (CI has ../shared beside the clone)"
+    return CORPUS

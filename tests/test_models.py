@@ -142,4 +142,4 @@ def test_tokenizer_model_max_length_caps_vllm(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 1024}))
     r = check(["VLLM_CPU_KVCACHE_SPACE=1", "vllm", "serve", str(tmp_path)], engine_version="0.32.0", host_mem_gib=8)
-    assert r.plan.settings["max_model_len"] == 1024
+    assert r.plan.settings.max_model_len == 1024

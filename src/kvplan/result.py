@@ -6,13 +6,12 @@ Bytes are ints; ``*_gib`` fields in the JSON are derived at the edge.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, Protocol
 
 from kvplan.units import GiB
 
 SCHEMA_VERSION = 1
-SEVERITIES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
@@ -28,21 +27,38 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class RankPlan:
-    """One GPU rank (one scheduler / worker process)."""
+class StaticPoolBudget:
+    """GPU memory of one rank when the engine sizes a static pool (SGLang): ``mem_fraction_static`` of the free
+    memory P it measures before loading weights holds the weights and the KV pool; the rest of P holds the
+    req_to_token table, CUDA graphs and activations."""
 
-    weights_bytes: int
-    baseline_free_bytes: int  # free GPU memory the engine measures before loading weights
-    kv_bytes_per_token: int
-    kv_tokens: int
-    kv_pool_bytes: int  # what the KV buffers occupy on the GPU
-    headroom_bytes: int  # memory left outside the static pool (weights + KV)
-    max_running_requests: int
+    baseline_free_bytes: int  # P: free GPU memory the engine measures before loading weights
+    mem_fraction_static: float
+    headroom_bytes: int  # P × (1 − mem_fraction_static): outside the static pool
     req_to_token_bytes: int = 0
     cuda_graph_bytes: int = 0  # estimate
     headroom_after_pools_bytes: int = 0
     headroom_after_graphs_bytes: int = 0
-    mem_fraction_static: float | None = None
+
+
+@dataclass(frozen=True)
+class UtilizationBudget:
+    """GPU memory of one rank when the engine requests a share of the GPU (vLLM): ``ceil(total × utilization)``,
+    of which the KV cache gets what the non-KV memory leaves. Nothing is sized outside that request."""
+
+    requested_bytes: int | None  # None when the KV size is given exactly (no request, no profiling)
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """One GPU rank (one scheduler / worker process)."""
+
+    weights_bytes: int
+    kv_bytes_per_token: int
+    kv_tokens: int
+    kv_pool_bytes: int  # what the KV buffers occupy on the GPU
+    max_running_requests: int
+    budget: StaticPoolBudget | UtilizationBudget  # how the engine decides the KV memory
     host_kv_tokens: int = 0
     host_kv_bytes: int = 0  # per rank, bytes of the host KV pool as sized by the engine
     host_kv_pinned_bytes: int = 0  # what the allocator actually pins (power-of-two rounding where it applies)
@@ -50,13 +66,32 @@ class RankPlan:
     mamba_slots: int | None = None
     kv_blocks: int | None = None
 
+    @property
+    def static(self) -> StaticPoolBudget | None:
+        return self.budget if isinstance(self.budget, StaticPoolBudget) else None
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """Schema v1: one flat record for every engine. An engine without a static pool (vLLM) reports its request
+        under ``baseline_free_bytes`` (0 when the KV size is exact) and 0 for the static-pool headroom figures."""
+        b = self.budget
+        st = b if isinstance(b, StaticPoolBudget) else StaticPoolBudget(
+            baseline_free_bytes=(b.requested_bytes or 0), mem_fraction_static=0.0, headroom_bytes=0)
+        d: dict[str, Any] = {
+            "weights_bytes": self.weights_bytes, "baseline_free_bytes": st.baseline_free_bytes,
+            "kv_bytes_per_token": self.kv_bytes_per_token, "kv_tokens": self.kv_tokens,
+            "kv_pool_bytes": self.kv_pool_bytes, "headroom_bytes": st.headroom_bytes,
+            "max_running_requests": self.max_running_requests, "req_to_token_bytes": st.req_to_token_bytes,
+            "cuda_graph_bytes": st.cuda_graph_bytes, "headroom_after_pools_bytes": st.headroom_after_pools_bytes,
+            "headroom_after_graphs_bytes": st.headroom_after_graphs_bytes,
+            "mem_fraction_static": st.mem_fraction_static if self.static else None,
+            "host_kv_tokens": self.host_kv_tokens, "host_kv_bytes": self.host_kv_bytes,
+            "host_kv_pinned_bytes": self.host_kv_pinned_bytes, "swa_tokens": self.swa_tokens,
+            "mamba_slots": self.mamba_slots, "kv_blocks": self.kv_blocks}
         d["weights_gib"] = round(self.weights_bytes / GiB, 3)
         d["kv_pool_gib"] = round(self.kv_pool_bytes / GiB, 3)
-        d["headroom_gib"] = round(self.headroom_bytes / GiB, 3)
-        d["baseline_free_gib"] = round(self.baseline_free_bytes / GiB, 3)
-        d["headroom_after_graphs_gib"] = round(self.headroom_after_graphs_bytes / GiB, 3)
+        d["headroom_gib"] = round(st.headroom_bytes / GiB, 3)
+        d["baseline_free_gib"] = round(st.baseline_free_bytes / GiB, 3)
+        d["headroom_after_graphs_gib"] = round(st.headroom_after_graphs_bytes / GiB, 3)
         return d
 
 
@@ -92,25 +127,118 @@ class ReplicaPlan:
 
 
 @dataclass(frozen=True)
+class ModelSummary:
+    """The facts a Plan reports about the model (models.spec.ModelSpec.summary)."""
+
+    name: str
+    architecture: str
+    attention: str  # MHA / GQA / MQA / MLA, +SWA(n/N), +GDN(n/N) ...
+    layers: int
+    kv_heads: int
+    head_dim: int
+    kv_lora_rank: int | None
+    qk_rope_head_dim: int | None
+    is_mla: bool
+    is_moe: bool
+    context_len: int
+    weight_bytes: int | None  # the whole checkpoint
+    source: str | None
+    notes: tuple[str, ...] = ()  # what kvplan assumed about the model (catalog resolution, architecture fallback)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """The facts a Plan reports about the hardware (hardware.cluster.Cluster.summary)."""
+
+    gpu: str
+    gpu_mem_mib: int  # nvidia-smi memory.total of one GPU
+    gpu_source: str
+    gpus_per_node: int
+    nodes: int
+    host_mem_gib: float  # host memory available to the engine on one node
+    host_mem_source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HostFix:
+    """How to size a host KV tier so the node keeps room: the advice and the flags of the fixed command."""
+
+    text: str
+    flags: dict[str, str | None]  # flag or env var -> new value (None removes it)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "flags": dict(self.flags)}
+
+
+class EngineSettings(Protocol):
+    """What every engine's resolved settings (SGLangSettings, VLLMSettings: frozen dataclasses in the engine
+    packages) offer generic code; each engine adds its own typed fields."""
+
+    @property
+    def world_size(self) -> int: ...  # GPU ranks of one launch
+
+    @property
+    def context_len(self) -> int: ...  # tokens of one request at most
+
+    @property
+    def kv_cache_dtype(self) -> str: ...  # as the engine resolved it (label)
+
+    @property
+    def unknown_flags(self) -> tuple[str, ...]: ...  # kept as given, not modelled
+
+    @property
+    def unmodeled(self) -> tuple[str, ...]: ...  # features whose memory kvplan does not size
+
+    @property
+    def host_fix(self) -> HostFix | None: ...  # how to resize the largest host tier to fit the node
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def json_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass as JSON-ready dict, in field order: nested records through their own ``to_dict``, tuples as lists."""
+    return {f.name: _jsonable(getattr(obj, f.name)) for f in fields(obj)}
+
+
+def _jsonable(v: Any) -> Any:
+    if hasattr(v, "to_dict"):
+        return v.to_dict()
+    if is_dataclass(v) and not isinstance(v, type):
+        return json_dict(v)
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    return v
+
+
+@dataclass(frozen=True)
 class Plan:
     engine: str
     engine_version: str
     version_source: str
     command: str
-    model: dict[str, Any]
-    cluster: dict[str, Any]
+    model: ModelSummary
+    cluster: ClusterSummary
     per_rank: RankPlan
     per_node: NodePlan
     per_replica: ReplicaPlan
-    settings: dict[str, Any]  # resolved engine settings (mem fraction, page size, ...)
+    settings: EngineSettings  # resolved engine settings (mem fraction, page size, block size, host tiers, ...)
     assumptions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": self.engine, "engine_version": self.engine_version, "version_source": self.version_source,
-            "command": self.command, "model": self.model, "cluster": self.cluster, "settings": self.settings,
-            "per_rank": self.per_rank.to_dict(), "per_node": self.per_node.to_dict(),
-            "per_replica": self.per_replica.to_dict(), "assumptions": list(self.assumptions),
+            "command": self.command, "model": self.model.to_dict(), "cluster": self.cluster.to_dict(),
+            "settings": self.settings.to_dict(), "per_rank": self.per_rank.to_dict(),
+            "per_node": self.per_node.to_dict(), "per_replica": self.per_replica.to_dict(),
+            "assumptions": list(self.assumptions),
         }
 
 

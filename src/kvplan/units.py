@@ -11,16 +11,14 @@ MiB = 1 << 20
 GB = 10**9
 
 
-def gib(n_bytes: float) -> float:
-    return n_bytes / GiB
-
-
-def gb(n_bytes: float) -> float:
-    return n_bytes / GB
-
-
-def fmt_bytes(n_bytes: float) -> str:
-    """Human form that names its unit: ``2.40 TB (2183.9 GiB)`` style for big host numbers."""
-    if abs(n_bytes) >= 1e12:
-        return f"{n_bytes / 1e12:.2f} TB ({n_bytes / GiB:,.1f} GiB)"
+def fmt_gib(n_bytes: float) -> str:
+    """GPU-side figures: ``12.34 GiB``."""
     return f"{n_bytes / GiB:,.2f} GiB"
+
+
+def fmt_host(n_bytes: float) -> str:
+    """Host-side figures in both units, as the engines' flags mean them: ``300.0 GB (279.4 GiB)``,
+    ``2.40 TB (2,235 GiB)``."""
+    if n_bytes < 1e12:
+        return f"{n_bytes / GB:,.1f} GB ({n_bytes / GiB:,.1f} GiB)"
+    return f"{n_bytes / 1e12:,.2f} TB ({n_bytes / GiB:,.0f} GiB)"

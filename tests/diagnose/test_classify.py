@@ -3,17 +3,14 @@ trigger each rule, with the numbers in the evidence."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.rules import RuleContext, classify
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import build
+from tests.conftest import corpus_jsonl
 
-CORPUS = Path("/work/shared/logcorpus")
 # id -> bottleneck, with the note that implies it
 EXPECTED = {
     "tp-vllm-6737-qwen2-0.5b-h800-v042": "kv-capacity",  # "KV pool full (99.7-100%) with ... 740+ pending"
@@ -35,14 +32,12 @@ EXPECTED = {
     "tp-vllm-pr6317-llama3-70b-gh200-cpuoffload": "unknown",  # a throughput figure only
     "tp-qwen3vl-1378-qwen25-vl-7b-a100-v091": "unknown",  # throughputs only (preprocessing-bound per the notes)
 }
-CASES = {json.loads(x)["id"]: json.loads(x) for x in (CORPUS / "throughput.jsonl").read_text().splitlines()} \
-    if (CORPUS / "throughput.jsonl").exists() else {}
+CASES = {c["id"]: c for c in corpus_jsonl("throughput.jsonl")}
 
 
-@pytest.mark.skipif(not CASES, reason="../shared/logcorpus not present")
 @pytest.mark.parametrize("case_id", sorted(EXPECTED))
-def test_corpus_bottleneck(case_id):
-    res = diagnose(log=str(CORPUS / CASES[case_id]["raw_file"]))
+def test_corpus_bottleneck(case_id, corpus):
+    res = diagnose(log=str(corpus / CASES[case_id]["raw_file"]))
     assert res.bottleneck == EXPECTED[case_id], res.to_dict()["evidence"]
     d = res.to_dict()
     assert d["evidence"] and all(isinstance(e, str) and e for e in d["evidence"])
@@ -51,8 +46,8 @@ def test_corpus_bottleneck(case_id):
     assert d["levers"] == [] or d["levers"][0]["name"] == "current"
 
 
-def test_every_corpus_case_is_covered():
-    assert set(EXPECTED) == set(CASES) or not CASES
+def test_every_corpus_case_is_covered(corpus):
+    assert set(EXPECTED) == set(CASES)
 
 
 def _win(rows: list[dict], engine: str = "vllm"):

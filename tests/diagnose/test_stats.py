@@ -3,16 +3,12 @@ literal examples of the references (sglang-memory.md §3.2, vllm-lmcache-memory.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from kvplan.diagnose.stats import parse_line, parse_samples
+from kvplan.diagnose.stats import parse_line, parse_samples, to_corpus
+from tests.conftest import CORPUS, corpus_jsonl
 
-CORPUS = Path("/work/shared/logcorpus")
-CASES = [json.loads(line) for line in (CORPUS / "throughput.jsonl").read_text().splitlines()] \
-    if (CORPUS / "throughput.jsonl").exists() else []
+CASES = corpus_jsonl("throughput.jsonl")
 # Where the jsonl records something its raw excerpt does not print (checked by hand against the raw files):
 KNOWN = {
     "tp-club3090-105-qwen36-27b-autoround-2x3090": ("spec_mean_accept_len", "2nd sample's 2.72 is not in the excerpt"),
@@ -23,12 +19,11 @@ KNOWN = {
 
 def _parsed(case: dict) -> list[dict]:
     lines = (CORPUS / case["raw_file"]).read_text().splitlines()
-    return [s.to_corpus() for s in parse_samples(lines) if s.kind in ("decode", "stats")]
+    return [to_corpus(s) for s in parse_samples(lines) if s.kind in ("decode", "stats")]
 
 
-@pytest.mark.skipif(not CASES, reason="../shared/logcorpus not present")
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_corpus_samples_equal_the_jsonl(case):
+def test_corpus_samples_equal_the_jsonl(case, corpus):
     got = _parsed(case)
     want = case["samples"]
     drop = KNOWN.get(case["id"], (None,))[0]

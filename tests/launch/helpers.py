@@ -1,5 +1,9 @@
 """Run ``kvplan launch`` / ``kvplan cleanup`` as a user would (a subprocess: kvplan becomes the subreaper of the
-launch, not pytest) and check, in /proc, that nothing of a launch is left."""
+launch, not pytest) and check that nothing of a launch is left.
+
+Every launch runs in a private PID namespace (``unshare -pf --mount-proc``, PID 1 = ``nsinit.py``), with a private
+state directory and a private shm directory: kvplan can see and signal nothing but its own test processes, and
+whatever a test leaks dies with the namespace. ``nsinit`` reports what was still alive when kvplan exited."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FAULTS = Path(__file__).with_name("faults")
-KVPLAN = [sys.executable, "-m", "kvplan.launch"]
+KVPLAN = [sys.executable, "-m", "kvplan"]
+NSINIT = Path(__file__).with_name("nsinit.py")
+PIDNS = ["unshare", "-pf", "--mount-proc", sys.executable, str(NSINIT)]  # needs root (CAP_SYS_ADMIN)
 
 
 @dataclass
@@ -28,6 +34,8 @@ class Run:
     ended: float  # ... after it exited
     launch_id: str = ""
     shm_before: set[str] = field(default_factory=set)
+    left: list[dict] | None = None  # what nsinit found alive in the namespace once kvplan exited
+    shm_dir: str = "/dev/shm"
 
     def event(self, kind: str) -> dict | None:
         return next((e for e in self.events if e["event"] == kind), None)
@@ -47,10 +55,28 @@ class Run:
 
 
 def env_for(tmp: Path, **extra: str) -> dict[str, str]:
+    """A private state dir and a private shm dir (for kvplan and for the fault programs' segments)."""
+    (tmp / "shm").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    env.update({"KVPLAN_STATE_DIR": str(tmp / "state"), "FAULT_PIDS": str(tmp / "pids"), "PYTHONUNBUFFERED": "1"})
+    env.update({"KVPLAN_STATE_DIR": str(tmp / "state"), "FAULT_PIDS": str(tmp / "pids"), "PYTHONUNBUFFERED": "1",
+                "KVPLAN_SHM_DIR": str(tmp / "shm"), "FAULT_SHM_DIR": str(tmp / "shm")})
     env.update(extra)
     return env
+
+
+def child_of(pid: int, timeout: float = 5.0) -> int | None:
+    """The (first) child process of *pid*, waited for."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                        return int(d)
+                except (OSError, IndexError, ValueError):
+                    continue
+        time.sleep(0.01)
+    return None
 
 
 def shm_names(d: str = "/dev/shm") -> set[str]:
@@ -62,18 +88,32 @@ def shm_names(d: str = "/dev/shm") -> set[str]:
 
 def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0, env: dict | None = None,
            signals: list[tuple[float, int]] = ()) -> Run:
-    """``kvplan launch --plain --events E --log L ARGS -- COMMAND``; *signals*: (delay s, signum) sent to kvplan."""
+    """``kvplan launch --plain --events E --log L ARGS -- COMMAND`` in a private PID namespace; *signals*: (delay s,
+    signum) sent to kvplan (through the namespace's init, which forwards them), the delay counted from when the
+    launched command has started (a fault program records its pid): kvplan installs its handlers before it starts
+    the command, so a loaded machine's slow start cannot race them."""
     tmp.mkdir(parents=True, exist_ok=True)
-    for name in ("pids", "events.jsonl", "server.log"):
+    for name in ("pids", "events.jsonl", "server.log", "nsinit.json"):
         (tmp / name).unlink(missing_ok=True)
-    ev, log = tmp / "events.jsonl", tmp / "server.log"
-    before = shm_names()
+    ev, log, report = tmp / "events.jsonl", tmp / "server.log", tmp / "nsinit.json"
+    env = dict(env or env_for(tmp))
+    env["NSINIT_REPORT"] = str(report)
+    shm_dir = env.get("KVPLAN_SHM_DIR", "/dev/shm")
+    before = shm_names(shm_dir)
     t0 = time.monotonic()
-    p = subprocess.Popen([*KVPLAN, "launch", "--plain", "--events", str(ev), "--log", str(log), *args, "--", *command],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or env_for(tmp))
+    p = subprocess.Popen([*PIDNS, *KVPLAN, "launch", "--plain", "--events", str(ev), "--log", str(log), *args, "--",
+                          *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    init = child_of(p.pid) if signals else None
+    t_cmd = t0
+    if signals:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and p.poll() is None and not (tmp / "pids").exists():
+            time.sleep(0.01)
+        t_cmd = time.monotonic()
     for delay, sig in signals:
-        time.sleep(max(0.0, t0 + delay - time.monotonic()))
-        p.send_signal(sig)
+        time.sleep(max(0.0, t_cmd + delay - time.monotonic()))
+        if init:
+            os.kill(init, sig)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -86,8 +126,9 @@ def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0
     if (tmp / "pids").exists():
         pids = [tuple(int(v) for v in line.split()) for line in (tmp / "pids").read_text().split("\n") if line]
     m = re.search(r"kvplan launch (\S+):", out)
+    left = json.loads(report.read_text())["left"] if report.exists() else None
     return Run(p.returncode, out, err, events, pids, log.read_text(errors="replace") if log.exists() else "", t0,
-               t1, m.group(1) if m else "", before)
+               t1, m.group(1) if m else "", before, left, shm_dir)
 
 
 def fault(name: str, *args: str) -> list[str]:
@@ -95,38 +136,23 @@ def fault(name: str, *args: str) -> list[str]:
 
 
 def left_behind(run: Run) -> list[str]:
-    """Processes of the run still in /proc (same pid and start time, zombies included), processes still carrying
-    its marker, and new psm_kvtest segments in /dev/shm."""
-    out = []
-    for pid, start in run.pids:
-        try:
-            raw = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw.rsplit(")", 1)[1].split()
-        if int(fields[19]) == start:
-            out.append(f"pid {pid} state {fields[0]}")
-    if run.launch_id:
-        needle = f"\0KVPLAN_LAUNCH_ID={run.launch_id}\0".encode()
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    env = b"\0" + Path(f"/proc/{d}/environ").read_bytes()
-                except OSError:
-                    continue
-                if needle in env + b"\0":
-                    out.append(f"marked pid {d}")
-    out += kvtest_segments({pid for pid, _ in run.pids})
+    """What of the run was still alive in its namespace when kvplan exited (nsinit's report; no report at all
+    counts as a failure), and new psm_kvtest segments of its processes in its shm directory."""
+    out = [f"pid {x['pid']} state {x['state']}: {x['cmd']}" for x in run.left or []]
+    if run.left is None:
+        out.append("no report from the namespace's init")
+    out += kvtest_segments({pid for pid, _ in run.pids}, run.shm_dir)
     return out
 
 
-def kvtest_segments(pids: set[int]) -> list[str]:
-    """The fault programs' segments (``psm_kvtest_<pid>_*``) created by *pids* that are still in /dev/shm (other
-    sessions may run the same tests at the same time: only our own pids count)."""
-    return [f"/dev/shm/{n}" for n in shm_names() if n.startswith("psm_kvtest_") and int(n.split("_")[2]) in pids]
+def kvtest_segments(pids: set[int], d: str = "/dev/shm") -> list[str]:
+    """The fault programs' segments (``psm_kvtest_<pid>_*``) created by *pids* that are still in *d*."""
+    return [f"{d}/{n}" for n in shm_names(d) if n.startswith("psm_kvtest_") and int(n.split("_")[2]) in pids]
 
 
 def cleanup_cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60.0) -> tuple[int, str]:
-    p = subprocess.run([*KVPLAN, "cleanup", *args], capture_output=True, text=True, env=env or env_for(tmp),
+    """``kvplan cleanup ARGS`` in a private PID namespace (it sees nothing but itself there)."""
+    p = subprocess.run(["unshare", "-pf", "--mount-proc", *KVPLAN, "cleanup", *args], capture_output=True, text=True,
+                       env=env or env_for(tmp),
                        timeout=timeout, stdin=subprocess.DEVNULL)
     return p.returncode, p.stdout + p.stderr

@@ -16,7 +16,7 @@ from kvplan.launch.verdict import Outcome, PhaseRecord, diagnose
 from kvplan.launch.watchdog import Abort, Limits
 from kvplan.units import GiB
 from tests.conftest import INCIDENT_CMD, INCIDENT_HW
-from tests.launch.helpers import KVPLAN, env_for, fault, launch
+from tests.launch.helpers import KVPLAN, PIDNS, env_for, fault, launch
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "tiny" / "llama_gqa"
 
@@ -53,8 +53,9 @@ def test_health_urls_from_the_command():
 
 
 def test_json_streams_the_events(tmp_path):
-    p = subprocess.run([*KVPLAN, "launch", "--json", "--host-budget-gib", "0.3", "--log", str(tmp_path / "l"), "--",
-                        *fault("alloc_steps.py")], capture_output=True, text=True, timeout=60, env=env_for(tmp_path))
+    p = subprocess.run([*PIDNS, *KVPLAN, "launch", "--json", "--host-budget-gib", "0.3", "--log", str(tmp_path / "l"),
+                        "--", *fault("alloc_steps.py")], capture_output=True, text=True, timeout=60,
+                       env=env_for(tmp_path))
     events = [json.loads(x) for x in p.stdout.splitlines()]
     assert p.returncode == 3 and events[0] == {**events[0], "event": "phase", "phase": "start"}
     assert {e["event"] for e in events} <= set(EVENTS) and events[-1]["event"] == "exit"

@@ -51,7 +51,9 @@ def tiny_model(engine_py: Path, tmp_path_factory) -> Path:
 
 
 def _start(tmp: Path, engine_py: Path, model: Path, kv_gib: int, args: list[str]):
-    env = {k: v for k, v in env_for(tmp).items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    # the engine's segments are in the real /dev/shm: kvplan tracks (and removes) only those its launch maps
+    env = {k: v for k, v in env_for(tmp).items() if k not in ("VLLM_CPU_KVCACHE_SPACE", "KVPLAN_SHM_DIR",
+                                                               "FAULT_SHM_DIR")}
     env.update(QUIET)
     cmd = [f"VLLM_CPU_KVCACHE_SPACE={kv_gib}", str(engine_py), "-m", API_SERVER, "--model", str(model), "--host",
            "127.0.0.1", "--port", str(free_port()), "--enforce-eager", "--max-model-len", "512"]
@@ -68,14 +70,14 @@ def _events(path: Path) -> list[dict]:
 
 class SegmentWatch(threading.Thread):
     """Independent of kvplan: every 0.3 s, the /dev/shm engine segments that the launch's processes (found by their
-    KVPLAN_LAUNCH_ID marker, the id read from the state file) map or hold open, as (path, inode)."""
+    KVPLAN_LAUNCH marker, the id read from the state file) map or hold open, as (path, inode)."""
 
     def __init__(self, state_dir: Path):
         super().__init__(daemon=True)
         self.state_dir, self.seen, self.done = state_dir, set(), threading.Event()
 
     def _members(self, lid: str) -> list[int]:
-        needle, out = f"\0KVPLAN_LAUNCH_ID={lid}\0".encode(), []
+        needle, out = f"\0KVPLAN_LAUNCH={lid}\0".encode(), []
         for d in os.listdir("/proc"):
             try:
                 if d.isdigit() and needle in b"\0" + Path(f"/proc/{d}/environ").read_bytes() + b"\0":

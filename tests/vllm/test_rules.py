@@ -202,7 +202,7 @@ def test_removed_flags():
     assert "--kv-offloading-size" in REMOVED_FLAGS["--swap-space"][1]
     assert flag_problem("--swap-space", "0.17.1") is None
     msg = flag_problem("--swap-space=8", "0.18.0")
-    assert msg and "removed in vLLM 0.18.0" in msg and "--kv-offloading-size" in msg
+    assert msg and "removed in 0.18.0" in msg and "--kv-offloading-size" in msg
     assert flag_problem("--max-num-partial-prefills", "0.26.0") is None
     assert flag_problem("--max-num-partial-prefills", "0.27.0")
     # flags still in 0.32.0 are never reported removed
@@ -211,19 +211,18 @@ def test_removed_flags():
         assert flag_problem(flag, "0.33.0") is None
 
 
-def test_unpinned_removals_warn_only_from_the_first_read_without():
-    assert flag_problem("--use-v2-block-manager", "0.9.1") is None
-    assert flag_problem("--use-v2-block-manager", "0.12.0") is None  # unknown there: no claim
-    assert "absent in 0.17.0" in (flag_problem("--use-v2-block-manager", "0.17.0") or "")
-    for last, first, _ in REMOVED_FLAGS_UNPINNED.values():
-        assert Version(last) < Version(first)
+def test_every_removal_is_pinned_by_adjacent_wheels():
+    # vllm-0.9.2 engine/arg_utils.py:921 parser.add_argument('--use-v2-block-manager', ...); absent in 0.10.0
+    assert flag_problem("--use-v2-block-manager", "0.9.2") is None
+    assert "removed in 0.10.0 (last in 0.9.2)" in (flag_problem("--use-v2-block-manager", "0.12.0") or "")
+    assert REMOVED_FLAGS_UNPINNED == {}  # every release of the range is read: no boundary is left open
 
 
 @pytest.mark.parametrize("flag, first", [("--kv-cache-memory-bytes", "0.10.2"), ("--kv-offloading-size", "0.11.1"),
                                          ("--kv-offloading-backend", "0.11.1")])
 def test_added_flags(flag, first):
     assert ADDED_FLAGS[flag] == first
-    assert "does not exist yet" in (flag_problem(flag, "0.10.1.1") or "")
+    assert f"yet (added in {first})" in (flag_problem(flag, "0.10.1.1") or "")
     assert flag_problem(flag, first) is None
     assert flag_problem(flag, NEWEST) is None
 

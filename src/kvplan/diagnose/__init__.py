@@ -1,8 +1,9 @@
 """``kvplan diagnose``: a running server's bottleneck, the evidence, and the levers priced in its own numbers.
 
-stats (log lines -> samples) · metrics (HTTP -> samples) · window (samples -> signals) · rules/ (signals ->
-bottleneck) · context (the launch, planned) · levers + lever_sets (Plans of modified launches, anchored on the
-observed pool) · diagnose (orchestration, JSON) · report (Rich) · cli (argparse).
+stats (log lines -> samples, each engine's serving dialect) · metrics (HTTP -> samples) · window (samples ->
+signals) · rules/ (signals -> bottleneck) · context (the launch, planned) · levers (Plans of the engine's lever
+specs, anchored on the observed pool) · diagnose (orchestration, JSON) · report (Rich); the command line is
+kvplan.cli.diagnose.
 """
 
 from __future__ import annotations

@@ -12,10 +12,17 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from kvplan.errors import KvplanError
+from kvplan.logs.facts import LogFacts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.base import Engine
+    from kvplan.engines.cmdline import LaunchCommand
+    from kvplan.options import PlanOptions
+    from kvplan.result import Plan
 
 PLAN_FIELDS = ("gpu", "gpu_mem_mib", "gpus_per_node", "nodes", "host_mem_gib", "engine_version", "model_config",
                "weights_gib", "free_gib", "kv_memory_gib")
@@ -24,10 +31,10 @@ REMOTE_HOST_GIB = 1024.0  # a log's or remote server's host is not this machine 
 
 @dataclass
 class PlanContext:
-    plan: Any = None
-    engine_obj: Any = None
-    cmd: Any = None
-    options: Any = None
+    plan: Plan | None = None
+    engine_obj: Engine | None = None
+    cmd: LaunchCommand | None = None
+    options: PlanOptions | None = None
     version: str | None = None
     observed_tokens: int | None = None  # SGLang: per DP group; vLLM: per engine
     pool_scope: str = ""
@@ -41,7 +48,7 @@ class PlanContext:
     notes: list[str] = field(default_factory=list)
 
 
-def _command(facts: Any, srv: Any, user_cmd: Sequence[str] | None, model_config: str | None,
+def _command(facts: LogFacts | None, srv: LogFacts | None, user_cmd: Sequence[str] | None, model_config: str | None,
              ctx: PlanContext) -> list[str] | None:
     from kvplan.explain import rebuild_command
 
@@ -62,30 +69,26 @@ def _command(facts: Any, srv: Any, user_cmd: Sequence[str] | None, model_config:
     return None
 
 
-def _observed(engine: str, facts: Any, srv: Any, ctx: PlanContext) -> None:
+def _observed(engine: Engine, facts: LogFacts | None, srv: LogFacts | None, ctx: PlanContext) -> None:
     for src, f in (("the log", facts), ("the server's info", srv)):
         if f is None:
             continue
-        tokens = f.kv_tokens
-        if tokens is None and engine == "sglang":
-            r = f.first_rank()
-            tokens = r.kv_tokens if r is not None else None
-        if tokens is None and engine == "vllm" and f.gpu_blocks and ctx.plan is not None:
-            tokens = f.gpu_blocks * ctx.plan.settings.get("block_size", 16)
+        tokens = engine.observed_kv_tokens(f, ctx.plan)
         if tokens:
             ctx.observed_tokens, ctx.pool_source = int(tokens), src
             break
     for f in (facts, srv):
         if f is not None and f.max_running_requests and ctx.max_running is None:
             groups = ctx.plan.per_replica.dp_groups if ctx.plan is not None else 1
-            ctx.max_running = f.max_running_requests * groups  # SGLang prints it per DP worker
-    if ctx.max_running is None and ctx.plan is not None and engine == "vllm":
-        ctx.max_running = ctx.plan.settings.get("max_num_seqs")
+            ctx.max_running = f.max_running_requests * groups  # printed per DP worker (SGLang)
+    if ctx.max_running is None and ctx.plan is not None:
+        ctx.max_running = engine.running_cap(ctx.plan)
 
 
-def plan_context(engine: str | None, facts: Any, srv: Any, user_cmd: Sequence[str] | None, options: dict[str, Any],
+def plan_context(engine: str | None, facts: LogFacts | None, srv: LogFacts | None, user_cmd: Sequence[str] | None,
+                 options: dict[str, Any],
                  url: str | None) -> PlanContext:
-    from kvplan.engines import detect_engine, split_command
+    from kvplan.engines import ENGINES, detect_engine, get_engine, split_command
     from kvplan.options import PlanOptions
 
     ctx = PlanContext()
@@ -98,13 +101,13 @@ def plan_context(engine: str | None, facts: Any, srv: Any, user_cmd: Sequence[st
         srv.version if srv is not None else None)
     if version:
         opts["engine_version"] = version
-    if facts is not None and facts.engine == "sglang" and "free_gib" not in opts:
+    if facts is not None and "free_gib" not in opts:  # the free-memory baseline the log measured, if it shows one
         from kvplan.explain import observed_inputs
 
         free = observed_inputs(facts, []).get("free_gib")
         if free is not None:
             opts["free_gib"] = free
-    if facts is not None and facts.engine == "sglang":
+    if facts is not None:
         r = facts.first_rank()
         ctx.graph_gib = r.graph_mem_gib if r is not None else None
     if options.get("avg_tokens"):
@@ -128,13 +131,11 @@ def plan_context(engine: str | None, facts: Any, srv: Any, user_cmd: Sequence[st
             ctx.plan = None
             ctx.notes.append(f"cannot plan the launch ({e}): levers are not priced")
     ctx.version = ctx.version or version
-    eng = engine or (ctx.engine_obj.name if ctx.engine_obj is not None else None)
-    if eng:
+    eng = get_engine(engine) if engine in ENGINES else ctx.engine_obj
+    if eng is not None:
         _observed(eng, facts, srv, ctx)
     if ctx.plan is not None:
-        g = ctx.plan.per_replica.dp_groups
-        ctx.pool_scope = (f"per replica ({g} DP groups)" if g > 1 else "per replica") if eng == "sglang" \
-            else "per engine"
+        ctx.pool_scope = (eng or ctx.engine_obj or get_engine(ctx.plan.engine)).pool_scope(ctx.plan)
         if ctx.observed_tokens is None:
             ctx.notes.append("the server did not report its KV pool: levers use kvplan's plan of the launch")
     return ctx

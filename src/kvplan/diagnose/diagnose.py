@@ -16,9 +16,11 @@ from typing import Any
 from kvplan.diagnose.levers import Lever, Pricing, price
 from kvplan.diagnose.metrics import ServerView, observed_avg_request, scrape
 from kvplan.diagnose.rules import RuleContext, Verdict, classify
+from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
-from kvplan.diagnose.window import Window, build, in_flight_tokens, pool_from_lines
+from kvplan.diagnose.window import Window, build, in_flight_tokens
 from kvplan.errors import KvplanError
+from kvplan.logs.facts import LogFacts
 
 URL_WINDOW_S, LOG_WINDOW_S = 30.0, 600.0
 SCHEMA_VERSION = 1
@@ -51,13 +53,14 @@ class DiagnoseResult:
                 "secondary": [{"id": s.id, "cause": s.cause, "evidence": list(s.evidence)} for s in self.verdicts[1:]],
                 "observed": self.observed, "levers": [lv.to_dict() for lv in self.levers],
                 "command": self.command, "command_source": self.command_source, "sources": self.sources,
-                "notes": self.notes}
+                "notes": self.notes, "series": window_series(self.window)}
 
 
-def _log_inputs(path: str) -> tuple[list[Sample], Any]:
+def _log_inputs(path: str) -> tuple[list[Sample], LogFacts | None]:
     from kvplan.explain import parse_log
-    from kvplan.logs.reader import iter_lines
+    from kvplan.logs.reader import iter_lines, open_log
 
+    open_log(path)  # a missing, unreadable, non-regular, empty or binary file is an error (exit 2), not 0 samples
     samples = parse_samples(iter_lines(path))
     try:
         facts = parse_log(path)
@@ -66,12 +69,19 @@ def _log_inputs(path: str) -> tuple[list[Sample], Any]:
     return samples, facts
 
 
-def _engine_of(samples: list[Sample], facts: Any, view: ServerView | None, cmd: Sequence[str] | None) -> str | None:
+def _pool_from_serving(engine: str | None, w: Window) -> tuple[int, str] | None:
+    from kvplan.engines import ENGINES, get_engine
+
+    return get_engine(engine).serving_dialect().pool_tokens(w.samples) if engine in ENGINES else None
+
+
+def _engine_of(samples: list[Sample], facts: LogFacts | None, view: ServerView | None,
+               cmd: Sequence[str] | None) -> str | None:
     if facts is not None and facts.engine:
         return facts.engine
     if view is not None and view.engine:
         return view.engine
-    fmts = {s.fmt.split("-")[0] for s in samples if s.fmt}
+    fmts = {s.engine for s in samples if s.fmt}
     if len(fmts) == 1:
         return fmts.pop()
     if cmd:
@@ -84,36 +94,19 @@ def _engine_of(samples: list[Sample], facts: Any, view: ServerView | None, cmd: 
     return None
 
 
-def _server_facts(view: ServerView) -> Any:
-    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way)."""
-    from kvplan.logs.facts import LogFacts
+def _server_facts(view: ServerView) -> LogFacts | None:
+    """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way). The engine checks
+    every value for its type and range; what does not fit is left out with a note."""
+    from kvplan.engines import get_engine
 
-    if view.engine == "sglang" and view.server_info:
-        info = view.server_info
-        args = {k: v for k, v in info.items() if not isinstance(v, (dict, list))}
-        f = LogFacts(engine="sglang", args=args, model=info.get("model_path"), version=info.get("version"))
-        sched = info.get("scheduler_info") or {}
-        states = info.get("internal_states") or [{}]
-        mem = states[0].get("memory_usage", {}) if isinstance(states[0], dict) else {}
-        tokens = sched.get("max_total_num_tokens") or info.get("max_total_num_tokens") or mem.get("token_capacity")
-        f.kv_tokens = int(tokens) if tokens else None
-        mrr = states[0].get("effective_max_running_requests_per_dp") if isinstance(states[0], dict) else None
-        f.max_running_requests = int(mrr) if mrr else None
-        return f
-    if view.engine == "vllm":
-        cc, card = view.cache_config, (view.models[0] if view.models else {})
-        args: dict[str, Any] = {"model": card.get("root") or card.get("id"), "max_model_len": card.get("max_model_len")}
-        for label, key in (("block_size", "block_size"), ("gpu_memory_utilization", "gpu_memory_utilization"),
-                           ("kv_cache_memory_bytes", "kv_cache_memory_bytes")):
-            if cc.get(label) not in (None, "None", ""):
-                args[key] = int(float(cc[label])) if key != "gpu_memory_utilization" else float(cc[label])
-        if cc.get("cache_dtype") not in (None, "auto"):
-            args["kv_cache_dtype"] = cc["cache_dtype"]
-        f = LogFacts(engine="vllm", args={k: v for k, v in args.items() if v is not None}, model=args["model"])
-        tokens = cc.get("kv_cache_size_tokens")
-        f.kv_tokens = int(float(tokens)) if tokens not in (None, "None") else None
-        return f
-    return None
+    if not view.engine:
+        return None
+    ignored: list[str] = []
+    facts = get_engine(view.engine).server_facts(view.server_info, view.cache_config, view.models, ignored)
+    for note in ignored:
+        view.ignored += 1
+        view.note(note)
+    return facts
 
 
 def diagnose(url: str | None = None, log: str | None = None, window_s: float | None = None,
@@ -121,30 +114,32 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``."""
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
-    if window_s is not None and window_s <= 0:
-        raise KvplanError(f"--window must be > 0 seconds, got {window_s}")
+    from kvplan import validate
+
+    if window_s is not None:
+        window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
+    options = validate.plan_options(options)
     user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
     view = scrape(url, window_s or URL_WINDOW_S) if url else None
     engine = _engine_of(log_samples, facts, view, user_cmd)
+    srv = _server_facts(view) if view is not None else None
     notes: list[str] = []
     if view is not None:
-        notes.extend(f"{url}: {e}" for e in view.errors[:10])
+        notes.extend(f"{url}: {e}" for e in view.errors[:20])
     live = [s for s in (view.samples if view else []) if s.kind == "metrics"]
     if live:
         w = build(live, engine)
         w.preemptions += sum(s.preemptions or 0 for s in log_samples[-50:] if s.kind == "preempt") if log else 0
     else:
         w = build(log_samples, engine, window_s or LOG_WINDOW_S)
-    srv = _server_facts(view) if view is not None else None
     from kvplan.diagnose.context import plan_context
 
     ctx = plan_context(engine, facts, srv, user_cmd, options, url)
-    if ctx.observed_tokens is None and engine == "sglang":
-        ctx.observed_tokens = pool_from_lines(w)
-        if ctx.observed_tokens is not None:
-            ctx.pool_source = "estimated from the Decode lines (#token / token usage)"
-            ctx.notes = [n for n in ctx.notes if "did not report its KV pool" not in n]
+    read = _pool_from_serving(engine, w)
+    if ctx.observed_tokens is None and read is not None:
+        ctx.observed_tokens, ctx.pool_source = read
+        ctx.notes = [n for n in ctx.notes if "did not report its KV pool" not in n]
     pool_group = ctx.observed_tokens
     groups = ctx.plan.per_replica.dp_groups if ctx.plan is not None else 1
     pool = pool_group * groups if pool_group is not None else (
@@ -167,7 +162,7 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
                     "pool_source": ctx.pool_source, "avg_tokens": None if avg is None else round(avg, 1),
                     "avg_tokens_source": avg_src, "max_running": ctx.max_running}
     res.observed = {k: round(v, 3) if isinstance(v, float) else v for k, v in res.observed.items()}
-    if ctx.plan is not None:
+    if ctx.plan is not None and ctx.engine_obj is not None and ctx.cmd is not None and ctx.options is not None:
         p = Pricing(ctx.engine_obj, ctx.cmd, ctx.options, ctx.plan, w, pool_group, avg, ctx.command_known,
                     ctx.max_running, ctx.host_known, res.bottleneck, ctx.graph_gib)
         res.levers, skipped = price(p)

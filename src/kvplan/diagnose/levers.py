@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.diagnose.window import Window
+from kvplan.engines.base import Engine
+from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.levers import LeverSpec
+from kvplan.options import PlanOptions
 from kvplan.result import Plan
-
-MFS_STEP, MFS_MAX, GMU_MAX, MAX_STEPS = 0.03, 0.98, 0.98, 12
 
 
 @dataclass
@@ -46,9 +48,9 @@ class Lever:
 class Pricing:
     """Everything a lever needs: the engine model, the launch, and what the server showed."""
 
-    engine: Any  # kvplan.engines Engine (plan / replan / rewrite)
-    cmd: Any  # LaunchCommand
-    options: Any  # PlanOptions
+    engine: Engine
+    cmd: LaunchCommand
+    options: PlanOptions
     current: Plan
     window: Window
     observed_tokens: int | None  # SGLang: per DP group (max_total_num_tokens); vLLM: per engine
@@ -62,11 +64,18 @@ class Pricing:
     def replan(self, **changes: Any) -> Plan:
         return self.engine.replan(self.cmd, self.options, **changes)
 
+    @property
+    def running_max(self) -> int | None:
+        return self.window.running_max
+
+    def findings(self, plan: Plan, changes: dict[str, Any]) -> list[str]:
+        return _findings(self, plan, changes)
+
     def rank_tokens(self, plan: Plan) -> int:
-        """Tokens of one pool (SGLang: per rank = per DP group; vLLM: the engine), anchored."""
+        """Tokens of one pool, as the engine's log counts them (SGLang: per rank = per DP group; vLLM: the engine),
+        anchored on the observed pool."""
         cur = self.current
-        mine = plan.per_rank.kv_tokens if plan.engine == "sglang" else plan.per_replica.kv_tokens
-        base = cur.per_rank.kv_tokens if cur.engine == "sglang" else cur.per_replica.kv_tokens
+        mine, base = self.engine.logged_kv_tokens(plan), self.engine.logged_kv_tokens(cur)
         if self.observed_tokens is None:
             return mine
         ratio = cur.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
@@ -128,16 +137,6 @@ def expected_tps(p: Pricing, kv_ratio: float, replicas: int, mrr_total: int | No
     return total * replicas, basis
 
 
-@dataclass
-class LeverSpec:
-    name: str
-    flags: dict[str, str | None]  # what the launch command changes (rewrite)
-    changes: dict[str, Any] | None  # engine-args fields to replan with; None: the replica's plan is unchanged
-    notes: list[str] = field(default_factory=list)
-    replicas: int = 1
-    same_pool: bool = False  # the device pool is unchanged by design (HiCache: prefix reuse only)
-
-
 def _lever(p: Pricing, spec: LeverSpec, plan: Plan | None = None) -> Lever:
     plan = plan or (p.current if spec.changes is None else p.replan(**spec.changes))
     cur_total = p.rank_tokens(p.current) * p.groups(p.current)
@@ -169,15 +168,12 @@ def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int
 
 def price(p: Pricing) -> tuple[list[Lever], list[str]]:
     """``current`` first, then every lever the engine has; the second list says what could not be priced."""
-    from kvplan.diagnose import lever_sets
-
     note = ("the launch as it runs; KV as the server reported it" if p.observed_tokens is not None else
             "KV from kvplan's plan: the server did not report its pool")
     levers = [_lever(p, LeverSpec("current", {}, None, [note]))]
     skipped: list[str] = []
-    build = lever_sets.sglang if p.current.engine == "sglang" else lever_sets.vllm
     try:
-        for spec in build(p, skipped):
+        for spec in p.engine.levers(p, skipped):
             try:
                 levers.append(_lever(p, spec))
             except Exception as e:  # noqa: BLE001 - one lever that cannot be planned does not stop the others

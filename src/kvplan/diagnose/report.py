@@ -32,9 +32,9 @@ def render(res: DiagnoseResult, console: Any = None) -> None:
     avg = o.get("avg_tokens")
     t = Table(title="Levers (KV tokens per replica; requests, tok/s: all replicas)",
               title_justify="left")
-    for col, just in (("lever", "left"), ("KV tokens", "right"), ("Δ KV", "right"),
-                      (f"requests of {_n(avg)} tok", "right"), ("gen tok/s", "right")):
-        t.add_column(col, justify=just)
+    for col, right in (("lever", False), ("KV tokens", True), ("Δ KV", True), (f"requests of {_n(avg)} tok", True),
+                       ("gen tok/s", True)):
+        t.add_column(col, justify="right" if right else "left")
     for lv in res.levers:
         delta = "" if lv.name == "current" or lv.kv_delta_pct is None else f"{lv.kv_delta_pct:+.0f} %"
         kv = _n(lv.kv_tokens) + (f" ×{lv.replicas}" if lv.replicas > 1 else "")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean
+from typing import Any
 
-from kvplan.diagnose.stats import Sample
+from kvplan.logs.serving import Sample
 
 LOAD_KINDS = ("decode", "stats", "metrics")
 
@@ -58,7 +59,7 @@ class Window:
         return f"{n} sample{'s' if n != 1 else ''}{span}" + (f", {src}" if src else "")
 
 
-def _vals(samples: Iterable[Sample], attr: str) -> list[float]:
+def _vals(samples: Iterable[Sample], attr: str) -> list[Any]:
     return [v for v in (getattr(s, attr) for s in samples) if v is not None]
 
 
@@ -113,11 +114,11 @@ def build(samples: list[Sample], engine: str | None, window_s: float | None = No
         w.per_request_tps = sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
     w.tokens_in_use = _summed_mean(base, "tokens")
     hits = [s for s in (pre if any(s.prefix_hit is not None for s in pre) else load) if s.prefix_hit is not None]
-    if hits:
-        w.prefix_hit = mean(s.prefix_hit for s in hits)
-        k = max(1, len(hits) // 3)
-        w.prefix_hit_first, w.prefix_hit_last = (mean(s.prefix_hit for s in hits[:k]),
-                                                 mean(s.prefix_hit for s in hits[-k:]))
+    rates = [s.prefix_hit for s in hits if s.prefix_hit is not None]
+    if rates:
+        w.prefix_hit = mean(rates)
+        k = max(1, len(rates) // 3)
+        w.prefix_hit_first, w.prefix_hit_last = mean(rates[:k]), mean(rates[-k:])
     ext = _vals(load, "external_hit")
     w.external_hit = mean(ext) if ext else None
     host = _vals(samples, "host_usage")
@@ -126,7 +127,7 @@ def build(samples: list[Sample], engine: str | None, window_s: float | None = No
     w.swapped_max = max(sw) if sw else None
     w.preemptions = int(sum(_vals(samples, "preemptions")))
     w.retractions = int(sum(_vals([s for s in samples if s.kind == "retract"], "retracted")))
-    if engine == "sglang" and any(s.kind == "metrics" for s in load):
+    if any(s.kind == "metrics" for s in load):  # a retraction gauge read at each scrape
         w.retractions += int(sum(_vals(load, "retracted")))
     acc = _vals(load, "accept_len")
     w.accept_len = mean(acc) if acc else None
@@ -145,10 +146,3 @@ def in_flight_tokens(w: Window, pool_tokens: int | None) -> tuple[float | None, 
         return w.usage * pool_tokens / w.running, how
     return None, ""
 
-
-def pool_from_lines(w: Window) -> int | None:
-    """SGLang pool size per DP group from its own Decode lines: median of #token / token usage (usage >= 0.2, so
-    the 2-decimal rounding of usage stays under 2.5 %)."""
-    vals = sorted(s.tokens / s.usage for s in w.samples if s.kind == "decode" and s.tokens and s.usage
-                  and s.usage >= 0.2 and s.raw.get("token usage") is not None)
-    return round(vals[len(vals) // 2]) if vals else None

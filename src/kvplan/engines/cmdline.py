@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.errors import KvplanError
 
@@ -53,8 +54,9 @@ def tokenize(command: Sequence[str] | str) -> list[str]:
     return [t for t in tokens if t not in ("\\", "\\\n", "") and t.strip() != "\\"]
 
 
-def split_command(command: Sequence[str] | str) -> LaunchCommand:
-    """Separate env prefixes and wrappers from the program and its flags."""
+def split_command(command: Sequence[str] | str, clis: Sequence[str] = ()) -> LaunchCommand:
+    """Separate env prefixes and wrappers from the program and its flags; ``clis``: programs whose first word is a
+    subcommand (``sglang serve``, ``vllm serve``; kvplan.engines.split_command passes every engine's)."""
     tokens = tokenize(command)
     if not tokens:
         raise KvplanError("empty launch command", "give it after --, e.g. -- python -m sglang.launch_server ...")
@@ -72,7 +74,7 @@ def split_command(command: Sequence[str] | str) -> LaunchCommand:
     exe = rest[0].rsplit("/", 1)[-1]
     if re.fullmatch(r"python[0-9.]*", exe) and len(rest) >= 3 and rest[1] == "-m":
         prog_len = 3
-    elif exe in ("sglang", "vllm") and len(rest) >= 2 and not rest[1].startswith("-"):
+    elif exe in clis and len(rest) >= 2 and not rest[1].startswith("-"):
         prog_len = 2  # `sglang serve`, `vllm serve`
     return LaunchCommand(argv=tuple(tokens), env=env, program=tuple(rest[:prog_len]), args=tuple(rest[prog_len:]))
 
@@ -93,7 +95,7 @@ class Flag:
 
 @dataclass
 class ParsedFlags:
-    values: dict[str, object] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # flags as written
     seen: dict[str, str] = field(default_factory=dict)  # dest -> flag as written
@@ -157,6 +159,25 @@ def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True)
     return out
 
 
+def flags_from_values(items: Iterable[tuple[str, Any]], flags: Sequence[Flag],
+                      keys: Collection[str] | None = None) -> list[str]:
+    """Launch flags for values a log showed under the flags' keys (``tp_size=4`` -> ``--tp-size 4``), in order:
+    booleans as bare flags when true; nested dicts, lists and repr-like strings skipped; ``keys``: only these."""
+    known = {f.key: f for f in flags}
+    out: list[str] = []
+    for key, val in items:
+        f = known.get(key)
+        if f is None or val is None or (keys is not None and key not in keys) or (isinstance(val, str)
+                                                                                   and val[:1] in "{[<"):
+            continue
+        if f.kind == "bool":
+            if val is True:
+                out.append(f.name)
+        elif not isinstance(val, (dict, list)):
+            out += [f.name, str(val)]
+    return out
+
+
 def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Sequence[Flag]) -> list[str]:
     """The command's tokens with flags changed in place (or appended); None removes a flag.
 
@@ -164,6 +185,10 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
     """
     by_name = {n: f for f in flags for n in (f.name, *f.aliases)}
     canon = {f.key: f for f in flags}
+    # flags kvplan does not model are matched as written (a misspelt or removed flag the engine would reject)
+    literal = {k: v for k, v in changes.items() if k.startswith("-") and k not in by_name
+               and any(t == k or t.startswith(k + "=") for t in cmd.args)}
+    changes = {k: v for k, v in changes.items() if k not in literal}
     want = {by_name[k].key if k in by_name else k: v for k, v in changes.items()}
     prefix = list(cmd.argv[: len(cmd.argv) - len(cmd.args)])
     out: list[str] = []
@@ -173,6 +198,9 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
     while i < len(args):
         tok = args[i]
         name, eq, _ = tok.partition("=")
+        if name in literal:
+            i += _rewrite_literal(args, i, literal[name], out)
+            continue
         f = by_name.get(name) or by_name.get(name.replace("_", "-"))
         if f is None or f.key not in want:
             out.append(tok)
@@ -191,3 +219,24 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
         flag = f.name if f else key
         out.extend([flag] if (f and f.kind == "bool") or new == "" else [flag, new])
     return prefix + out
+
+
+def _rewrite_literal(args: list[str], i: int, new: str | None, out: list[str]) -> int:
+    """Rewrite the flag at args[i] as written; returns the tokens consumed. ``new``: None drops the flag and
+    its value (the next token when it is not a flag), "--other" renames it in place keeping its value, "" drops
+    an inline ``=value``, anything else replaces the value."""
+    name, eq, inline = args[i].partition("=")
+    has_next = not eq and i + 1 < len(args) and not args[i + 1].startswith("-")
+    if new is None:
+        return 2 if has_next else 1
+    if new.startswith("-"):
+        out.append(f"{new}={inline}" if eq else new)
+        return 1
+    if new == "":
+        out.append(name)
+        return 1
+    if eq:
+        out.append(f"{name}={new}")
+        return 1
+    out.extend([name, new])
+    return 2 if has_next else 1

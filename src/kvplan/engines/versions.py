@@ -1,11 +1,14 @@
-"""Version strings as engines publish them ("0.4.6.post5", "0.5.3rc0", "0.10.1.1") and comparisons."""
+"""Version strings as engines publish them ("0.4.6.post5", "0.5.3rc0", "0.10.1.1"): one ``Version`` type and one range
+check (``within``) for both engines' version tables, SGLang's defaults and the log parsers' format hints."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import total_ordering
+from typing import Protocol, TypeVar
 
-from kvplan.errors import KvplanError
+from kvplan.errors import KvplanError, UnknownVersion
 
 _RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(post|rc|dev|a|b)\.?(\d*))?(?:\+.*)?$")
 
@@ -23,6 +26,11 @@ class Version:
         rank = {"dev": -3, "a": -2, "b": -2, "rc": -1, None: 0, "post": 1}[tag]
         self.key = (int(major), int(minor), int(patch or 0), int(extra or 0), rank, int(num or 0))
 
+    @property
+    def release(self) -> tuple[int, int, int, int]:
+        """The release numbers without pre/post/local tags: 0.33.0rc1, 0.33.0.post1 and 0.33.0+cu129 are 0.33.0."""
+        return self.key[0], self.key[1], self.key[2], self.key[3]
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Version) and self.key == other.key
 
@@ -39,8 +47,36 @@ class Version:
         return self.text
 
 
-def V(text: str) -> Version:  # noqa: N802 - short constructor used in version tables
-    return Version(text)
+def within(version: Version, oldest: str, newest: str) -> bool:
+    """The one range check: ``oldest`` <= version, and its release at most ``newest``'s (any pre/post/local build of
+    the newest release read keeps that release's behaviour)."""
+    return version >= Version(oldest) and version.release <= Version(newest).release
+
+
+def require_known(version: str, oldest: str, newest: str, engine: str) -> Version:
+    """``version`` parsed, or UnknownVersion when it is outside what kvplan has read of ``engine``."""
+    v = Version(version)
+    if not within(v, oldest, newest):
+        raise UnknownVersion(f"{engine} {version} is outside what kvplan has read ({oldest} .. {newest})",
+                             f"pass --engine-version between {oldest} and {newest}")
+    return v
+
+
+def newest_allowed(hint: str) -> str | None:
+    """The newest version every format marker of a log allows: the lowest '<=X' or range end, not below any 'X+'
+    (``version_hint`` of LogFacts, e.g. "<=0.5.15 (ServerArgs dump); 0.4.4-0.5.14 (KV line has #tokens)")."""
+    v = r"(\d+\.\d+(?:\.\d+)?)"
+    ranges = re.findall(v + r"\s*[–-]\s*" + v, hint)
+    uppers = re.findall(r"<=\s*" + v, hint) + [r[1] for r in ranges]
+    lowers = re.findall(v + r"\+", hint) + [r[0] for r in ranges]
+    try:
+        top = min((Version(u) for u in uppers), default=None)
+        low = max((Version(x) for x in lowers), default=None)
+    except KvplanError:
+        return None
+    if top is not None and (low is None or low <= top):
+        return top.text
+    return low.text if low is not None else None
 
 
 def installed_version(dist: str) -> str | None:
@@ -53,7 +89,15 @@ def installed_version(dist: str) -> str | None:
         return None
 
 
-def select_row(rows, version: Version):
+class _Row(Protocol):
+    @property
+    def since(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Row)
+
+
+def select_row(rows: Sequence[R], version: Version) -> R:
     """The last row of a version table (rows sorted by ``since``) whose ``since`` is at or below ``version``."""
     row = rows[0]
     for r in rows:

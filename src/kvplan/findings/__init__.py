@@ -1,31 +1,38 @@
 """Findings: one small rule per file (id, severity, message with scopes, fix, flags for the fixed command).
 
 A rule is a module with ``ID`` and ``check(ctx) -> list[Finding]``. Rules read the Plan; when a rule needs
-"what if", it asks ``ctx.replan(**changes)`` for another Plan from the same engine model.
+"what if", it asks ``ctx.replan(**changes)`` for another Plan from the same engine model. The rules here hold for
+every engine; each engine package adds its own (``kvplan/engines/<engine>/findings/``). Every rule has a position:
+findings of equal severity are reported in position order.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import cast
 
-from kvplan.result import Finding, Plan
+from kvplan.engines.base import FindingContext, FindingRule
+from kvplan.result import Finding
 
-RULES = ("kv_pool_empty", "host_oversubscribed", "host_check_blind", "hicache_smaller_than_device",
-         "gpu_headroom_low", "context_exceeds_pool", "hicache_prefix_only", "mla_replicated_kv",
-         "flag_removed", "shm_too_small", "gpu_util_startup_fail", "max_model_len_unfit", "unknown_flags")
-
-
-@dataclass(frozen=True)
-class Context:
-    plan: Plan
-    replan: Callable[..., Plan] | None = None  # SGLangArgs field changes -> Plan
+Context = FindingContext  # the name rules use
+GENERIC: tuple[tuple[int, str], ...] = (
+    (20, "host_oversubscribed"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
+    (130, "unknown_flags"), (140, "architecture_assumed"),
+)
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def run_rules(ctx: Context) -> list[Finding]:
+def rules_for(engine: str) -> list[FindingRule]:
+    """Generic and engine rules, in position order."""
+    from kvplan.engines import get_engine
+
+    rules = [(pos, cast(FindingRule, importlib.import_module(f"kvplan.findings.{name}"))) for pos, name in GENERIC]
+    rules += get_engine(engine).finding_rules()
+    return [rule for _, rule in sorted(rules, key=lambda r: r[0])]
+
+
+def run_rules(ctx: FindingContext) -> list[Finding]:
     out: list[Finding] = []
-    for name in RULES:
-        out.extend(importlib.import_module(f"kvplan.findings.{name}").check(ctx))
-    order = {"error": 0, "warning": 1, "info": 2}
-    return sorted(out, key=lambda f: order[f.severity])
+    for rule in rules_for(ctx.plan.engine):
+        out.extend(rule.check(ctx))
+    return sorted(out, key=lambda f: SEVERITY_ORDER[f.severity])

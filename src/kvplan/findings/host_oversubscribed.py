@@ -1,4 +1,10 @@
-"""host-oversubscribed (error): the host pools of all ranks on one node exceed what the node has."""
+"""host-oversubscribed (error): the host KV tiers of all ranks on one node exceed what the node has.
+
+Signals: per node, the pinned host tiers (SGLang HiCache pools, vLLM KV offloading / LMCache / CPU offload / swap)
+sum to more than the node's available memory minus the reserve the engine (or kvplan) keeps for the OS.
+Cause: the tier's size is per rank (or rounded up when pinned) while the user sized it as a total.
+Fix: the engine's own resize of the largest tier (``settings.host_fix``), re-planned to fit.
+"""
 
 from __future__ import annotations
 
@@ -10,34 +16,23 @@ ID = "host-oversubscribed"
 
 
 def check(ctx: Context) -> list[Finding]:
+    from kvplan.engines import get_engine
+
     p, n = ctx.plan, ctx.plan.per_node
     if not n.host_kv_bytes:
         return []
     usable = n.host_available_bytes - n.host_reserve_bytes
     if n.host_kv_bytes <= usable:
         return []
-    s = p.settings
-    parts = []
-    if s.get("hicache", {}).get("enabled"):
-        r = p.per_rank
-        pinned = " (pinned, rounded up to a power of two)" if r.host_kv_pinned_bytes != r.host_kv_bytes else ""
-        parts.append(f"{n.ranks} ranks × {r.host_kv_pinned_bytes / 1e9:,.2f} GB per rank{pinned} "
-                     f"({s.get('host_sizing', '')}, per rank, not a total)")
-    for t in s.get("host_tiers", []):
-        ranks = sum(1 for b in t["pinned_per_rank_bytes"] if b)
-        asked = max(t["per_rank_bytes"], default=0)
-        each = max(t["pinned_per_rank_bytes"], default=0)
-        pinned = f", pinned up to {each / GiB:,.1f} GiB" if each != asked else ""
-        shared = " (one region shared by the node's ranks)" if t.get("shared") else f" on {ranks} rank(s)"
-        parts.append(f"{t['flag']}={asked / GiB:,.1f} GiB ({t['meaning']}){pinned}{shared} -> "
-                     f"{t['node_bytes'] / GiB:,.1f} GiB on the node")
+    engine = get_engine(p.engine)
+    parts = engine.describe_host_tiers(p)
     msg = (f"per node: {'; '.join(parts)}; total {n.host_kv_bytes / 1e12:.2f} TB ({n.host_kv_bytes / GiB:,.0f} GiB) "
            f"but the node has {n.host_available_bytes / GiB:,.0f} GiB available ({n.host_available_source}) and "
            f"{n.host_reserve_bytes / GiB:.0f} GiB stays free for the OS")
-    hc = s.get("hicache", {})
-    if hc.get("enabled") and hc.get("engine_check_passes") is False:
-        msg += "; this SGLang version refuses to start ('Not enough host memory available')"
+    refusal = engine.host_check_refuses(p)
+    if refusal:
+        msg += f"; {refusal}"
     else:
         msg += "; the ranks pin their pools until the host runs dry (the incident: silent hang, leaked RAM)"
-    fix = s.get("host_fix") or {}
-    return [Finding(ID, "error", msg, fix.get("text", "shrink the host tier"), dict(fix.get("flags", {})))]
+    fix = p.settings.host_fix
+    return [Finding(ID, "error", msg, fix.text if fix else "shrink the host tier", dict(fix.flags) if fix else {})]

@@ -23,10 +23,6 @@ class Cluster:
     def gpu_mem_bytes(self) -> int:
         return self.gpu_mem_mib << 20
 
-    @property
-    def total_gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
     def summary(self) -> dict:
         """The facts a Plan reports about the hardware (JSON-ready)."""
         return {"gpu": self.gpu_name, "gpu_mem_mib": self.gpu_mem_mib, "gpu_source": self.gpu_source,

@@ -50,12 +50,6 @@ def host_available_bytes() -> int:
     return min(avail, lim) if lim else avail
 
 
-def host_total_bytes() -> int:
-    import psutil
-
-    return int(psutil.virtual_memory().total)
-
-
 def shm_bytes(path: str = "/dev/shm") -> int | None:
     try:
         st = os.statvfs(path)

@@ -1,7 +1,10 @@
-"""GPU catalog: product name as nvidia-smi / amd-smi print it, aliases, and memory.total in MiB.
+"""GPU catalog: product name as nvidia-smi / amd-smi print it, aliases, memory.total in MiB, and peak figures.
 
 Data lives in ``gpus.json`` with a source for every figure. SGLang's default fraction heuristic reads
 this same nvidia-smi total (``get_nvgpu_memory_capacity``), so MiB here is exactly what engines see.
+Peak figures (for the simulator, ``gpu_perf``): memory bandwidth in decimal GB/s and dense (no sparsity)
+bf16 / fp8 tensor TFLOPS from the vendor datasheet (``perf_source``); None where the part has no such
+support or the vendor publishes none.
 """
 
 from __future__ import annotations
@@ -18,15 +21,36 @@ GPU_FILE = Path(__file__).with_name("gpus.json")
 
 
 @dataclass(frozen=True)
+class GpuPerf:
+    """Peak figures of one GPU (per device as nvidia-smi / amd-smi list it), from the vendor datasheet."""
+
+    mem_bw_gbps: float | None  # HBM/GDDR bandwidth, decimal GB/s
+    bf16_dense_tflops: float | None  # dense tensor bf16, no sparsity; None = unsupported / unpublished
+    fp8_dense_tflops: float | None  # dense tensor fp8, no sparsity; None = unsupported / unpublished
+    source: str | None  # datasheet URL (None: no public datasheet, see note)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class GPU:
     name: str
     total_mib: int
     vendor: str = "nvidia"
     source: str | None = None
+    platform: str = "cuda"  # "cuda" | "rocm"
+    aliases: tuple[str, ...] = ()
+    perf: GpuPerf | None = None
 
     @property
     def total_bytes(self) -> int:
         return self.total_mib * (1 << 20)
+
+    def to_dict(self) -> dict:
+        p = self.perf
+        return {"name": self.name, "aliases": list(self.aliases), "vendor": self.vendor, "platform": self.platform,
+                "total_mib": self.total_mib or None, "source": self.source,
+                "mem_bw_gbps": p.mem_bw_gbps if p else None, "bf16_dense_tflops": p.bf16_dense_tflops if p else None,
+                "fp8_dense_tflops": p.fp8_dense_tflops if p else None, "perf_source": p.source if p else None}
 
 
 def _norm(s: str) -> str:
@@ -34,26 +58,60 @@ def _norm(s: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, dict]:
-    data = json.loads(GPU_FILE.read_text(encoding="utf-8"))
+def _entries() -> tuple[dict, ...]:
+    return tuple(json.loads(GPU_FILE.read_text(encoding="utf-8"))["gpus"])
+
+
+@lru_cache(maxsize=1)
+def _index_all() -> dict[str, dict]:
     idx: dict[str, dict] = {}
-    for g in data["gpus"]:
-        if not g.get("total_mib"):
-            continue
+    for g in _entries():
         for key in [g["name"], *g.get("aliases", [])]:
             idx.setdefault(_norm(key), g)
     return idx
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict]:
+    """Entries with a known memory.total (what planning can use)."""
+    return {k: g for k, g in _index_all().items() if g.get("total_mib")}
+
+
+def _gpu(g: dict) -> GPU:
+    perf = None
+    if "mem_bw_gbps" in g:
+        perf = GpuPerf(g.get("mem_bw_gbps"), g.get("bf16_dense_tflops"), g.get("fp8_dense_tflops"),
+                       g.get("perf_source"), g.get("perf_note", ""))
+    vendor = g.get("vendor", "nvidia")
+    return GPU(name=g["name"], total_mib=int(g.get("total_mib") or 0), vendor=vendor, source=g.get("source"),
+               platform=g.get("platform", "rocm" if vendor == "amd" else "cuda"),
+               aliases=tuple(g.get("aliases", [])), perf=perf)
 
 
 def known_gpus() -> list[str]:
     return sorted({g["name"] for g in _index().values()})
 
 
+def all_gpus() -> list[GPU]:
+    """Every catalog entry (also those whose memory.total is unknown: total_mib 0), sorted by name."""
+    return sorted((_gpu(g) for g in _entries()), key=lambda g: (g.vendor, g.name))
+
+
 def lookup_gpu(name: str) -> GPU:
     """Find a GPU by its nvidia-smi name or an alias (case and punctuation ignored)."""
     g = _index().get(_norm(name))
     if g is None:
-        raise KvplanError(f"unknown GPU {name!r}",
-                          "use a name from `kvplan gpus` or give its memory with --gpu-mem-mib")
-    return GPU(name=g["name"], total_mib=int(g["total_mib"]), vendor=g.get("vendor", "nvidia"),
-               source=g.get("source"))
+        hint = "use a name from `kvplan gpus` or give its memory with --gpu-mem-mib"
+        if _norm(name) in _index_all():
+            hint = "its memory.total is not catalogued (see the note in `kvplan gpus --json`); pass --gpu-mem-mib"
+        raise KvplanError(f"unknown GPU {name!r}", hint)
+    return _gpu(g)
+
+
+def gpu_perf(name_or_alias: str) -> GpuPerf:
+    """Peak bandwidth and dense tensor TFLOPS of a catalog GPU (for the simulator); KvplanError if unknown."""
+    g = _index_all().get(_norm(name_or_alias))
+    if g is None:
+        raise KvplanError(f"unknown GPU {name_or_alias!r}", "use a name or alias from `kvplan gpus`")
+    perf = _gpu(g).perf
+    return perf if perf is not None else GpuPerf(None, None, None, None, "no figures in the catalog")

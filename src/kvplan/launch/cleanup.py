@@ -1,103 +1,63 @@
-"""``kvplan cleanup``: what earlier launches left, removed after confirmation (``--yes`` for scripts).
+"""``kvplan cleanup``: what earlier launches of this user left, removed after confirmation (``--yes`` for scripts).
 
-A process is touched only when it is tied to an engine launch:
+It acts only on proof of ownership (``launch.ownership``, ``launch.state``):
 
-* a launch state file whose kvplan is gone: the processes carrying its ``KVPLAN_LAUNCH_ID`` marker, the processes of
-  its session (started after its root), their descendants, and the /dev/shm segments it recorded;
-* the marker alone (state file elsewhere or lost): the kvplan named by ``KVPLAN_LAUNCH_OWNER`` is gone;
-* an orphaned engine rank: a process titled ``sglang::...`` or ``VLLM::...`` (the titles the engines give their
-  scheduler / EngineCore / worker processes) whose parent is gone (re-parented to pid 1), with its descendants.
-  NVML shows which of them hold GPU memory.
+* a state file that passes the trust checks (this user's 0700 state directory, a regular 0600 file of this user,
+  well-formed); a malformed or untrusted file is skipped with a warning;
+* whose kvplan is gone: the recorded (namespace, pid, start time) of the supervising kvplan names no live process.
+  A launch whose kvplan still runs, in this PID namespace or any visible one, is left alone; so is a launch from a
+  PID namespace this cleanup cannot see (a parent or sibling container): run cleanup there;
+* then a process is stopped only when it runs under this uid, carries the launch's id and secret token in its
+  environment, and either is one the launch recorded (same pid and start time in the launch's namespace) or
+  descends from such a process;
+* a /dev/shm segment is removed only when the launch recorded it by bare name with its device and inode, it is a
+  regular file of this user directly in the shm directory, and no visible process maps or holds it (``shm``).
 
-Launches whose kvplan still runs are active and left alone. Other processes holding GPU memory are listed, never
-touched. Stale segments: engine-pattern files in /dev/shm that no live process maps or holds open and that are
-older than ``--min-age``.
+Everything else is reported, never touched: orphaned engine ranks (``sglang::``/``VLLM::`` titles re-parented to
+pid 1: the usual container launcher is pid 1 too), processes with a launch marker but no proof, GPU memory
+holders, engine-looking segments no launch recorded.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from kvplan.launch import procs, shm, state
+from kvplan.launch import ownership, procs, shm, state
 from kvplan.units import MiB
 
-ENGINE_RANK = re.compile(r"^(?:sglang::|VLLM::|vllm::)")
 
+def _engine_rank(title: str) -> bool:
+    """A process titled like an engine's rank (``Engine.process_titles``: ``sglang::scheduler``, ``VLLM::Worker``)."""
+    from kvplan.engines import all_engines
 
-def marked_processes() -> dict[int, tuple[str, str | None, procs.ProcStat]]:
-    """Every process carrying a launch marker: pid -> (launch id, owner tag, stat)."""
-    out = {}
-    for pid in procs.pids():
-        if pid == os.getpid():
-            continue
-        lid = procs.environ_value(pid)
-        st = procs.read_stat(pid) if lid else None
-        if lid and st:
-            out[pid] = (lid, procs.environ_value(pid, procs.OWNER), st)
-    return out
-
-
-def stop_processes(targets: list[procs.ProcStat], grace: float = 3.0, kill_wait: float = 5.0) -> list[procs.ProcStat]:
-    """SIGTERM *targets* (same pid and start time only), wait *grace*, SIGKILL the rest; returns the survivors.
-    A defunct target goes away once its parent dies, so list parents among the targets too."""
-
-    def live() -> list[procs.ProcStat]:
-        out = []
-        for t in targets:
-            st = procs.read_stat(t.pid)
-            if st and st.start == t.start and not st.zombie:
-                out.append(st)
-        return out
-
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
-        for st in live():
-            try:
-                os.kill(st.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + wait
-        while live() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not live():
-            break
-    return live()
+    return title.startswith(tuple(t for e in all_engines() for t in e.process_titles))
 
 
 @dataclass
 class Group:
+    """One launch whose kvplan is gone: what may be stopped and removed."""
+
     title: str
+    record: state.Record
     processes: list[procs.ProcStat] = field(default_factory=list)
-    shm: list[str] = field(default_factory=list)
-    state_path: Path | None = None
+    shm: list[state.Segment] = field(default_factory=list)
 
 
 @dataclass
 class Findings:
     groups: list[Group] = field(default_factory=list)
-    stale: list[tuple[str, int, float]] = field(default_factory=list)
-    active: list[str] = field(default_factory=list)
-    untouched: list[str] = field(default_factory=list)
+    active: list[str] = field(default_factory=list)  # launches left alone
+    reports: list[str] = field(default_factory=list)  # seen, not touched
+    warnings: list[str] = field(default_factory=list)  # state files / directories ignored
+    stale_records: list[state.Record] = field(default_factory=list)  # nothing left: only the file goes
     gpu: dict[int, int] = field(default_factory=dict)  # pid -> GPU bytes
 
     def empty(self) -> bool:
-        return not self.groups and not self.stale
-
-
-def _closure(roots: set[int], stats: dict[int, procs.ProcStat]) -> set[int]:
-    out, changed = set(roots), True
-    while changed:
-        changed = False
-        for pid, st in stats.items():
-            if pid not in out and st.ppid in out:
-                out.add(pid)
-                changed = True
-    return out
+        return not self.groups and not self.stale_records
 
 
 def _gpu_holders() -> dict[int, int]:
@@ -114,62 +74,151 @@ def _gpu_holders() -> dict[int, int]:
     return held
 
 
+def _kvplan_state(rec: state.Record, view: ownership.ProcView) -> str:
+    """``alive``, ``gone`` or ``unknown`` (its PID namespace is not visible from here)."""
+    if not view.sees_ns(rec.ns):
+        return "unknown"
+    pid = view.visible_pid(rec.ns, rec.kvplan_pid)
+    st = procs.read_stat(pid) if pid else None
+    return "alive" if st and not st.zombie and st.start == rec.kvplan_start else "gone"
+
+
+def _proven(rec: state.Record, view: ownership.ProcView, stats: dict[int, procs.ProcStat],
+            markers: dict[int, tuple[str, str]]) -> tuple[set[int], list[str]]:
+    """Visible pids proven to be the launch's (see the module docstring), and notes on what was not."""
+    import secrets
+
+    recorded = set(rec.processes)
+    marked = {p for p, (lid, sha) in markers.items() if lid == rec.id and secrets.compare_digest(sha, rec.token_sha256)}
+    roots = set()
+    notes = []
+    for p in marked:
+        ns, inner = view.inner(p)
+        if ns == rec.ns and inner is not None and (inner, stats[p].start) in recorded:
+            roots.add(p)
+    mine, changed = set(roots), True
+    while changed:  # descendants that still carry the secret
+        changed = False
+        for p in marked - mine:
+            if stats[p].ppid in mine:
+                mine.add(p)
+                changed = True
+    for p in sorted(marked - mine):
+        notes.append(f"  process {p} carries the marker of launch {rec.id} but was never recorded by it: not "
+                     f"touched ({procs.cmdline(p, 80)})")
+    for inner, start in sorted(recorded):
+        vp = view.visible_pid(rec.ns, inner)
+        st = stats.get(vp) if vp else None
+        if st and st.start == start and vp not in mine and not st.zombie:
+            notes.append(f"  process {vp} was recorded by launch {rec.id} but does not carry its secret (a cleared "
+                         f"environment, or another uid): not touched ({procs.cmdline(p, 80)})")
+    return mine, notes
+
+
 def collect(min_age: float = 60.0) -> Findings:
     me = os.getpid()
-    stats = {p: st for p in procs.pids() if p != me and (st := procs.read_stat(p)) is not None}
-    marked = marked_processes()
     f = Findings(gpu=_gpu_holders())
+    records, f.warnings = state.load_all()
+    view = ownership.ProcView()
+    stats = {p: st for p in view.procs if p != me and (st := procs.read_stat(p)) is not None}
+    markers = {p: m for p in stats if (m := ownership.marker(p)) is not None}
     claimed: set[int] = set()
-    for path, data in state.load_all():
-        lid = data["id"]
-        mine = {p for p, (lid2, _o, _s) in marked.items() if lid2 == lid}
-        if procs.owner_alive(data.get("kvplan")):
-            f.active.append(f"launch {lid} is running (kvplan {str(data.get('kvplan')).split(':')[0]}): left alone")
-            claimed |= mine
+    my_shm = os.path.realpath(shm.shm_dir())
+    for rec in records:
+        where = state.state_dir() / rec.path.name
+        kv = _kvplan_state(rec, view)
+        if kv == "alive":
+            f.active.append(f"launch {rec.id} is running (its kvplan runs): left alone")
             continue
-        sid, start = int(data.get("sid") or 0), int(data.get("root_start") or 0)
-        mine |= {p for p, st in stats.items() if sid and st.sid == sid and st.start >= start}
-        mine = _closure(mine, stats) - claimed
-        claimed |= mine
-        d = data.get("shm_dir") or shm.shm_dir()
-        segs = [os.path.join(d, n) for n in data.get("shm", []) if os.path.exists(os.path.join(d, n))]
-        f.groups.append(Group(f"launch {lid} (state file {path.name}; its kvplan is gone)",
-                              [stats[p] for p in sorted(mine) if p in stats], segs, path))
-    by_id: dict[str, set[int]] = {}
-    owners: dict[str, str | None] = {}
-    for p, (lid, owner, _st) in marked.items():
-        if p not in claimed:
-            by_id.setdefault(lid, set()).add(p)
-            owners[lid] = owner
-    for lid, pids in sorted(by_id.items()):
-        if procs.owner_alive(owners[lid]):
-            f.active.append(f"launch {lid} is running (kvplan {str(owners[lid]).split(':')[0]}): left alone")
-            claimed |= pids
+        if kv == "unknown":
+            f.active.append(f"launch {rec.id} ran in a PID namespace this cleanup cannot see (pid:[{rec.ns}]): "
+                            "left alone; run kvplan cleanup there (or remove the state file if that namespace is gone)")
             continue
-        mine = _closure(pids, stats) - claimed
+        mine, notes = _proven(rec, view, stats, markers)
+        mine -= claimed
         claimed |= mine
-        f.groups.append(Group(f"launch {lid} (processes marked {procs.MARKER}; its kvplan is gone)",
-                              [stats[p] for p in sorted(mine) if p in stats]))
+        f.reports.extend(notes)
+        segs: list[state.Segment] = []
+        in_use = False
+        if rec.shm and os.path.realpath(rec.shm_dir or "/dev/shm") != my_shm:
+            f.reports.append(f"  launch {rec.id} recorded segments in {rec.shm_dir}, not in {my_shm}: not touched")
+        else:
+            pids = [p for p in view.procs if p not in mine]  # the launch's own users are stopped first
+            for seg in rec.shm:
+                outcome, detail = shm.remove_segment(my_shm, seg.name, seg.ino, seg.dev, pids, dry_run=True)
+                if outcome == "removable":
+                    segs.append(seg)
+                elif outcome == "kept":
+                    in_use |= detail.startswith("still mapped")
+                    f.reports.append(f"  {os.path.join(my_shm, seg.name)} (recorded by launch {rec.id}): {detail}: "
+                                     "not touched")
+        if not mine and not segs:
+            if not in_use:  # a segment still in use keeps its record, for a later cleanup
+                f.stale_records.append(rec)
+            continue
+        f.groups.append(Group(f"launch {rec.id} (state file {where}; its kvplan is gone)", rec,
+                              [stats[p] for p in sorted(mine)], segs))
     for p, st in sorted(stats.items()):
-        if p in claimed or st.ppid != 1 or not ENGINE_RANK.match(procs.cmdline(p)):
+        if p in claimed or st.ppid != 1 or not _engine_rank(procs.cmdline(p)):
             continue
-        mine = _closure({p}, stats) - claimed
-        claimed |= mine
-        held = sum(f.gpu.get(q, 0) for q in mine)
-        f.groups.append(Group(f"orphaned engine rank {p} ({procs.cmdline(p, 60)}; its parent is gone"
-                              + (f"; holds {held / MiB:,.0f} MiB of GPU memory" if held else "") + ")",
-                              [stats[q] for q in sorted(mine) if q in stats]))
+        held = f.gpu.get(p, 0)
+        f.reports.append(f"engine rank {p} ({procs.cmdline(p, 60)}) has parent pid 1"
+                         + (f" and holds {held / MiB:,.0f} MiB of GPU memory" if held else "")
+                         + ": not touched (a container launcher is pid 1 too); if it is an orphan of yours, "
+                         f"stop it with: kill {p}")
+    known = {r.id for r in records}
+    for p, (lid, _sha) in sorted(markers.items()):
+        if p not in claimed and lid not in known:
+            f.reports.append(f"process {p} carries the marker of launch {lid[:40]}, which has no state file here: "
+                             f"not touched ({procs.cmdline(p, 80)})")
     for p, b in sorted(f.gpu.items()):
         if p not in claimed:
-            f.untouched.append(f"pid {p} holds {b / MiB:,.0f} MiB of GPU memory but is not tied to an engine launch "
-                               f"({procs.cmdline(p, 80)}): not touched")
-    listed = {s for g in f.groups for s in g.shm}
-    f.stale = [x for x in shm.stale_segments(min_age_s=min_age) if x[0] not in listed]
+            f.reports.append(f"pid {p} holds {b / MiB:,.0f} MiB of GPU memory and is no kvplan launch's "
+                             f"({procs.cmdline(p, 80)}): not touched")
+    listed = {os.path.join(my_shm, s.name) for g in f.groups for s in g.shm}
+    for path, size, age in shm.stale_segments(my_shm, min_age_s=min_age):
+        if path not in listed:
+            f.reports.append(f"segment {path} ({size / MiB:,.1f} MiB, unused, {age / 60:,.0f} min old) looks like "
+                             f"an engine's leftover but no kvplan launch recorded it: not touched (rm it if yours)")
     return f
 
 
+def stop_processes(targets: list[procs.ProcStat], grace: float = 3.0, kill_wait: float = 5.0
+                   ) -> tuple[list[procs.ProcStat], list[procs.ProcStat]]:
+    """SIGTERM *targets* (same pid and start time only), wait *grace*, SIGKILL the rest.
+
+    Returns (survivors, refused): processes still alive, and those the kernel refused to signal (EPERM)."""
+    refused: dict[int, procs.ProcStat] = {}
+
+    def live() -> list[procs.ProcStat]:
+        out = []
+        for t in targets:
+            st = procs.read_stat(t.pid)
+            if st and st.start == t.start and not st.zombie:
+                out.append(st)
+        return out
+
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        for st in live():
+            try:
+                os.kill(st.pid, sig)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                refused[st.pid] = st
+        deadline = time.monotonic() + wait
+        while [s for s in live() if s.pid not in refused] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not live():
+            break
+    left = live()
+    return [s for s in left if s.pid not in refused], [s for s in left if s.pid in refused]
+
+
 def _print(f: Findings) -> None:
-    for line in f.active + f.untouched:
+    for line in f.warnings:
+        print(f"warning: {line}")
+    for line in f.active:
         print(line)
     for g in f.groups:
         print(g.title)
@@ -178,9 +227,11 @@ def _print(f: Findings) -> None:
             gpu = f", GPU {f.gpu[st.pid] / MiB:,.0f} MiB" if st.pid in f.gpu else ""
             print(f"  process {st.pid}{z}{gpu}: {procs.cmdline(st.pid, 100) or st.comm}")
         for s in g.shm:
-            print(f"  /dev/shm segment {s}")
-    for path, size, age in f.stale:
-        print(f"stale segment {path}: {size / MiB:,.1f} MiB, unused, {age / 60:,.0f} min old")
+            print(f"  /dev/shm segment {os.path.join(shm.shm_dir(), s.name)}")
+    for rec in f.stale_records:
+        print(f"state file {rec.path} of launch {rec.id}: its kvplan is gone and nothing of it is left")
+    for line in f.reports:
+        print(line)
 
 
 def run(yes: bool = False, dry_run: bool = False, min_age: float = 60.0) -> int:
@@ -191,29 +242,35 @@ def run(yes: bool = False, dry_run: bool = False, min_age: float = 60.0) -> int:
         print("nothing to clean up")
         return 0
     if dry_run:
+        print("dry run: nothing stopped or removed")
         return 0
     if not yes:
         if not sys.stdin.isatty():
             print("not removed: no terminal to confirm on; pass --yes")
             return 1
-        if input("remove all of the above? [y/N] ").strip().lower() not in ("y", "yes"):
+        if input("stop and remove the launches above? [y/N] ").strip().lower() not in ("y", "yes"):
             print("nothing removed")
             return 1
     failed: list[str] = []
     targets = [st for g in f.groups for st in g.processes]
-    survivors = stop_processes(targets)
+    survivors, refused = stop_processes(targets)
     failed += [f"process {st.pid} survived SIGKILL" for st in survivors]
-    for seg in [s for g in f.groups for s in g.shm] + [x[0] for x in f.stale]:
-        try:
-            os.unlink(seg)
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            failed.append(f"{seg}: {e.strerror}")
+    failed += [f"process {st.pid}: permission denied (not yours to signal)" for st in refused]
+    left = {st.pid for st in survivors + refused}
+    n_shm = 0
     for g in f.groups:
-        if g.state_path is not None and not any(st in survivors for st in g.processes):
-            g.state_path.unlink(missing_ok=True)
-    n_shm = sum(len(g.shm) for g in f.groups) + len(f.stale)
-    print(f"stopped {len(targets) - len(survivors)} process(es), removed {n_shm} segment(s)"
+        for seg in g.shm:
+            outcome, detail = shm.remove_segment(shm.shm_dir(), seg.name, seg.ino, seg.dev)
+            if outcome == "removed":
+                n_shm += 1
+            elif outcome in ("kept", "failed"):
+                failed.append(f"{os.path.join(shm.shm_dir(), seg.name)}: {detail}")
+    for g in f.groups:
+        if not any(st.pid in left for st in g.processes):
+            state.remove_record(g.record)
+    for rec in f.stale_records:
+        state.remove_record(rec)
+    print(f"stopped {len(targets) - len(left)} process(es), removed {n_shm} segment(s)"
+          + (f" and {len(f.stale_records)} stale state file(s)" if f.stale_records else "")
           + ("" if not failed else "; FAILED: " + "; ".join(failed)))
     return 1 if failed else 0

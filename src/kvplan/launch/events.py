@@ -10,6 +10,8 @@ Every line has ``t`` (seconds since the launch started, 3 decimals) and ``event`
   one of ``host-memory``, ``gpu-memory``, ``stall``, ``rank-died``, ``ready-timeout``.
 * ``{"event": "exit", "code": N, "by": "server"|"abort"|"request", "server_code": N|null, "left": [pids],
   "shm_removed": [paths], "killed": N}``: the end; ``left`` is empty when nothing survived.
+
+Secret values (``--api-key X``, ``HF_TOKEN=X``) in any string are redacted (``launch.redact``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         if event not in EVENTS:
             raise ValueError(f"unknown event {event!r}")
-        rec = {"t": round(time.monotonic() - self.t0, 3), "event": event, **fields}
+        from kvplan.launch.redact import obj
+
+        rec = {"t": round(time.monotonic() - self.t0, 3), "event": event, **obj(fields)}
         line = json.dumps(rec, default=str)
         for f in (self._f, self._stream):
             if f is not None:

@@ -5,6 +5,7 @@ not watch GPUs; ``kvplan cleanup`` then cannot say which processes hold GPU memo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 
 @dataclass
@@ -23,7 +24,7 @@ class GpuProbe:
     """NVML, imported lazily; ``ok`` is False without nvidia-ml-py or a driver."""
 
     def __init__(self) -> None:
-        self.ok, self.handles, self._nv = False, [], None
+        self.ok, self.handles, self._nv = False, [], cast(Any, None)  # pynvml once it loads
         try:
             import pynvml
 

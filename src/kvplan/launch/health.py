@@ -7,24 +7,30 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
-DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.cmdline import LaunchCommand
 
 
-def health_urls(cmd, engine: str | None, given: str | None) -> list[str]:
+def health_urls(cmd: LaunchCommand, engine: str | None, given: str | None) -> list[str]:
+    """The readiness URLs of the launch: the engine's health paths on the command's --host/--port (else the
+    engine's default port)."""
     if given:
         return [given]
     if engine is None:
         return []
+    from kvplan.engines import get_engine
     from kvplan.engines.cmdline import Flag, parse_flags
 
+    eng = get_engine(engine)
     f = parse_flags(cmd.args, [Flag("--port", "int"), Flag("--host")], abbrev=False)
-    port = f.values.get("port") or DEFAULT_PORTS[engine]
+    port = f.values.get("port") or eng.default_port
     host = str(f.values.get("host") or "127.0.0.1")
     if host in ("0.0.0.0", "::", "", "localhost"):
         host = "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
-    return [f"http://{host}:{port}/health", f"http://{host}:{port}/v1/models"]
+    return [f"http://{host}:{port}{path}" for path in eng.health_paths]
 
 
 class HealthPoller(threading.Thread):

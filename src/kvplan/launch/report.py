@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
+from kvplan.launch import redact
 from kvplan.units import GiB
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -57,7 +59,7 @@ class Reporter:
 
         lim = cfg.limits
         self.say(f"kvplan launch {cfg.launch_id}: supervising pid {pid} ({cfg.engine or 'unknown engine'}): "
-                 f"{quote(cfg.argv)[:200]}")
+                 f"{quote(redact.argv(cfg.argv))[:200]}")
         self.say(f"  log {cfg.log_path}" + (f" · events {cfg.events_path}" if cfg.events_path else ""))
         ready = ", ".join(cfg.health_urls) if cfg.health_urls else "the engine's log line (no URL)"
         self.say(f"  watchdog every {lim.interval:g} s: host reserve {g(lim.host_reserve)} (this node)"
@@ -192,7 +194,7 @@ class LiveReporter(Reporter):
             t.add_row(Text(name, style="bold" if cur else "dim"), f"{start:6.1f}s", f"{dur:6.1f}s",
                       ProgressBar(total=100, completed=self.pct or 0, width=30) if cur and self.pct is not None
                       else Text(f"{self.pct:.0f}%" if cur and self.pct is not None else ""))
-        parts = [t]
+        parts: list[Any] = [t]
         s = self.last
         if s is not None:
             mem = Text(f"launch {g(s.tree_bytes)} ({s.procs} proc) {spark(self.mem)}  host available "

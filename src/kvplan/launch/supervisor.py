@@ -12,8 +12,9 @@ import select
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import IO, Any
 
-from kvplan.launch import procs, shm, watchdog
+from kvplan.launch import ownership, procs, redact, shm, watchdog
 from kvplan.launch.events import EventLog
 from kvplan.launch.health import HealthPoller
 from kvplan.launch.phases import PhaseTracker, split_lines
@@ -36,6 +37,7 @@ class LaunchConfig:
     grace: float = 1.0  # SIGTERM -> SIGKILL after an abort, or for leftovers after the server exited
     stop_grace: float = 10.0  # ... after a stop on request (Ctrl-C / SIGTERM to kvplan)
     launch_id: str = field(default_factory=procs.new_launch_id)
+    token: str = field(default_factory=ownership.new_token, repr=False)  # the launch's secret (launch.ownership)
 
 
 class Supervisor:
@@ -49,7 +51,7 @@ class Supervisor:
         self._rest = ""
         self._pos = 0
         self._log_t = 0.0
-        self._logf = None
+        self._logf: IO[bytes] | None = None
 
     # ---------------------------------------------------------------- signals
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
@@ -57,7 +59,8 @@ class Supervisor:
             self.stop_requests += 1
 
     def _install(self, wake_w: int) -> dict:
-        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD)}
+        old: dict[Any, Any] = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                                                                 signal.SIGCHLD)}
         for s in old:
             signal.signal(s, self._on_signal)
         old["wakeup"] = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
@@ -78,7 +81,7 @@ class Supervisor:
     def _read_log(self, now: float) -> None:
         try:
             if self._logf is None:
-                self._logf = open(self.cfg.log_path, "rb")  # noqa: SIM115 - closed at the end of run()
+                self._logf = os.fdopen(procs.open_log(self.cfg.log_path, write=False), "rb")
             self._logf.seek(self._pos)
             data = self._logf.read(CHUNK)
             mtime = os.fstat(self._logf.fileno()).st_mtime
@@ -133,21 +136,27 @@ class Supervisor:
         gpu = watchdog.GpuProbe()
         tracker_shm = shm.ShmTracker()
         self.t0 = self.ev.t0 = time.monotonic()
+        state: LaunchState | None = None
         try:
+            # the state file exists before the command starts: a kvplan killed at any point leaves its record
+            state = LaunchState(cfg.launch_id, {
+                "token_sha256": ownership.token_hash(cfg.token),
+                "kvplan": {"pid": os.getpid(), "start": procs.own_start(), "ns": ownership.pid_ns()},
+                "processes": [], "shm_dir": tracker_shm.dir, "shm": [], "argv": redact.argv(cfg.argv),
+                "env": redact.env(cfg.env), "log": cfg.log_path, "status": "starting", "started_at": time.time()})
+            state.write()
             try:
-                root = procs.start(cfg.argv, cfg.env, cfg.log_path, cfg.launch_id)
+                root = procs.start(cfg.argv, cfg.env, cfg.log_path, cfg.launch_id, cfg.token)
             except OSError as e:
                 out.code, out.by, out.error = 127, "error", f"cannot start {cfg.argv[0]!r}: {e.strerror or e}"
                 self.ev.emit("exit", code=127, by="error", server_code=None, left=[], shm_removed=[], killed=0,
                              error=out.error)
+                state.remove()
                 return out
-            state = LaunchState(cfg.launch_id, {"kvplan": procs.owner_tag(), "root_pid": root.pid,
-                                                "root_start": getattr(procs.read_stat(root.pid), "start", 0),
-                                                "sid": root.pid, "argv": cfg.argv, "log": cfg.log_path,
-                                                "shm_dir": tracker_shm.dir, "shm": [], "status": "running",
-                                                "started_at": time.time()})
-            state.write()
-            tree = procs.ProcessTree(cfg.launch_id, root)
+            tree = procs.ProcessTree(cfg.launch_id, root, cfg.token)
+            tree.scan(full=True)
+            state.data["status"] = "running"
+            self._record(state, tree, tracker_shm, force=True)
             wd = watchdog.Watchdog(cfg.limits)
             health = HealthPoller(cfg.health_urls, wake_w) if cfg.health_urls else None
             if health:
@@ -165,8 +174,7 @@ class Supervisor:
                 tree.scan(now)
                 rss = tree.measure()
                 tracker_shm.poll(list(tree.members), now)
-                if sorted(tracker_shm.owned) != state.data["shm"]:
-                    state.write(shm=sorted(tracker_shm.owned))
+                self._record(state, tree, tracker_shm)
                 shm_b = tracker_shm.owned_bytes() if tracker_shm.owned else 0
                 total, avail, cg = self.host_available()
                 gs = gpu.sample() if gpu.ok else None
@@ -210,9 +218,15 @@ class Supervisor:
                 health.stop.set()
             out.code = self._stop(tree, tracker_shm, state)
             return out
-        except BaseException:  # a bug in kvplan (or a KeyboardInterrupt outside the handlers): leave nothing behind
+        except BaseException as e:  # a bug in kvplan (or a KeyboardInterrupt outside the handlers): nothing left
+            left: list = []
             if "tree" in locals():
-                tree.terminate(0.5)
+                try:
+                    left = tree.terminate(0.5)
+                finally:
+                    self._finish(state, left, f"{type(e).__name__}: {e}"[:300])
+            else:
+                self._finish(state, [], f"{type(e).__name__}: {e}"[:300])
             raise
         finally:
             if reaper:
@@ -223,6 +237,32 @@ class Supervisor:
             os.close(wake_w)
             if self._logf is not None:
                 self._logf.close()
+
+    @staticmethod
+    def _record(state: LaunchState, tree: procs.ProcessTree, tracker_shm: shm.ShmTracker, force: bool = False
+                ) -> None:
+        """Keep the state file's processes and segments current (what cleanup may stop or remove later)."""
+        seen = [[p, st] for p, st in sorted(tree.seen.items())][:65_536]
+        segs = tracker_shm.records()
+        if force or seen != state.data["processes"] or segs != state.data["shm"]:
+            try:
+                state.write(processes=seen, shm=segs)
+            except OSError:
+                pass  # a full disk must not stop the supervision; the previous record stays
+
+    @staticmethod
+    def _finish(state: LaunchState | None, survivors: list, error: str | None = None) -> None:
+        """Mark the state file finished: removed when nothing is left, else status left / error."""
+        if state is None or state.removed:
+            return
+        try:
+            if survivors:
+                state.write(status="error" if error else "left", survivors=[p.pid for p in survivors],
+                            **({"error": error} if error else {}))
+            else:
+                state.remove()
+        except OSError:
+            pass
 
     def _stop(self, tree: procs.ProcessTree, tracker_shm: shm.ShmTracker, state: LaunchState) -> int:
         out, cfg = self.out, self.cfg
@@ -253,9 +293,8 @@ class Supervisor:
         code = {"server": out.server_code or 0, "abort": 3, "request": 0}[out.by]
         if out.survivors:
             code = 4
-            state.write(status="left", survivors=[p.pid for p in out.survivors], shm=sorted(tracker_shm.owned))
-        else:
-            state.remove()
+        self._record(state, tree, tracker_shm)
+        self._finish(state, out.survivors)
         seen = sorted(tree.seen.items())
         self.ev.emit("exit", code=code, by=out.by, server_code=out.server_code, left=[p.pid for p in out.survivors],
                      shm_removed=out.shm_removed, killed=out.killed, stop_s=round(out.stop_s, 3),

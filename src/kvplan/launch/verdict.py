@@ -5,7 +5,6 @@ plan itself (e.g. a vLLM-CPU KV cache, which lives in host memory), else from th
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -89,15 +88,19 @@ def _phase_row(out) -> str:
 
 
 def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
-    """vLLM on CPU: the KV cache is host memory; size what fits from what the launch held before the KV pool."""
+    """A KV cache in host memory (vLLM on CPU): size what fits from what the launch held before the KV pool."""
+    from kvplan.engines import get_engine
+
     plan = res.plan
-    if plan.engine != "vllm" or plan.settings.get("platform") != "cpu" or not plan.per_rank.kv_pool_bytes:
+    engine = get_engine(plan.engine)
+    where = engine.kv_cache_on_host(plan)
+    if where is None or not plan.per_rank.kv_pool_bytes:
         return None
     ranks = max(1, plan.per_node.ranks)
     kv = plan.per_rank.kv_pool_bytes * ranks
     before = next((p.tree_bytes for p in out.phases if p.name == "kv_pool"), None)
-    cause = (f"the plan puts the KV cache in host memory (vLLM CPU platform): {_g(plan.per_rank.kv_pool_bytes)} per "
-             f"rank x {ranks} rank(s) = {_g(kv)} on this node ({plan.settings.get('kv_budget_source', '')})")
+    cause = (f"the plan puts the KV cache in host memory ({where[0]}): {_g(plan.per_rank.kv_pool_bytes)} per "
+             f"rank x {ranks} rank(s) = {_g(kv)} on this node ({where[1]})")
     if before is None:
         return cause, [], None
     limit = limits.host_budget
@@ -108,12 +111,8 @@ def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
     fits = math.floor((limit - before) / ranks / GiB)
     if fits < 1:
         return cause, [f"no whole GiB of KV cache fits next to the {_g(before)} the launch holds before it"], None
-    cmd = plan.command
-    if re.search(r"(^|\s)VLLM_CPU_KVCACHE_SPACE=\S+", cmd):
-        cmd = re.sub(r"(^|\s)VLLM_CPU_KVCACHE_SPACE=\S+", rf"\1VLLM_CPU_KVCACHE_SPACE={fits}", cmd, count=1)
-    else:
-        cmd = f"VLLM_CPU_KVCACHE_SPACE={fits} " + cmd
-    return cause, [f"set VLLM_CPU_KVCACHE_SPACE={fits} (GiB per rank): {_g(fits * GiB)} per rank fits"], cmd
+    fix, cmd = engine.resize_kv_cache_on_host(plan, fits)
+    return cause, [f"{fix}: {_g(fits * GiB)} per rank fits"], cmd
 
 
 def diagnose(out: Outcome, res, limits) -> Diagnosis | None:

@@ -219,13 +219,14 @@ class Watchdog:
         if self._last_write is None or last_write > self._last_write + 1e-3:  # the log grew since the last sample
             self._last_write, self.silence_min = last_write, s.tree_bytes
             self.recent.clear()
-        self.silence_min = min(self.silence_min, s.tree_bytes)
+        floor = s.tree_bytes if self.silence_min is None else min(self.silence_min, s.tree_bytes)
+        self.silence_min = floor
         if lim.stall_timeout is not None:
             window = min(s.silent_s, max(2.0, lim.stall_timeout / 2))
             self.recent.append((s.t, s.tree_bytes))
             while len(self.recent) > 1 and self.recent[1][0] <= s.t - window:
                 self.recent.popleft()
-            grew, recent = s.tree_bytes - self.silence_min, s.tree_bytes - self.recent[0][1]
+            grew, recent = s.tree_bytes - floor, s.tree_bytes - self.recent[0][1]
             if s.silent_s >= lim.stall_timeout and grew >= STALL_CLIMB and recent >= STALL_RECENT:
                 nums.update(silent_s=round(s.silent_s, 2), grew_bytes=grew)
                 return Abort("stall", "log-silence", f"nothing logged for {s.silent_s:.1f} s (--stall-timeout "

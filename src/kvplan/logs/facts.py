@@ -38,7 +38,7 @@ class RankFacts:
 
 @dataclass
 class LogFacts:
-    engine: str | None = None  # "sglang" | "vllm"
+    engine: str | None = None  # the registry name of the engine that printed it (kvplan.engines.ENGINES)
     version: str | None = None  # printed by the log
     version_hint: str | None = None  # inferred from line formats (e.g. "sglang <= 0.5.9 format")
     args: dict[str, Any] = field(default_factory=dict)  # launch args the log shows (engine's own names)

@@ -14,17 +14,43 @@ MAX_LINE = 64 * 1024  # longer lines (server_args dumps can be long) are cut her
 SNIFF = 8192
 
 
+def _open_regular(p: Path) -> int:
+    """A read descriptor on *p*, which must be a regular file: a FIFO, a socket or a device would hang the read or
+    never end (opened without blocking, then checked with fstat)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise KvplanError(f"no log at {p}", "pass the engine's startup log file") from None
+    except IsADirectoryError:
+        raise KvplanError(f"{p} is a directory", "pass the log file itself") from None
+    except OSError as e:
+        raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise KvplanError(f"{p} is a directory", "pass the log file itself")
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise KvplanError(f"{p} is not a regular file (a pipe, socket or device)", "save the log to a file first")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def open_log(path: str | Path) -> Path:
     p = Path(path).expanduser()
-    if not p.exists():
-        raise KvplanError(f"no log at {p}", "pass the engine's startup log file")
-    if p.is_dir():
-        raise KvplanError(f"{p} is a directory", "pass the log file itself")
+    fd = _open_regular(p)
     try:
-        with p.open("rb") as f:
+        with open(fd, "rb", closefd=False) as f:
             head = f.read(SNIFF)
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    finally:
+        import os
+
+        os.close(fd)
     if not head:
         raise KvplanError(f"{p} is empty", "pass a log that holds the engine's startup lines")
     if b"\x00" in head:
@@ -35,7 +61,7 @@ def open_log(path: str | Path) -> Path:
 def iter_lines(path: str | Path) -> Iterator[str]:
     """Lines without ANSI codes or trailing newlines; invalid UTF-8 replaced; very long lines truncated."""
     p = open_log(path)
-    with p.open("rb") as f:
+    with open(_open_regular(p), "rb") as f:
         while True:
             raw = f.readline(MAX_LINE)
             if not raw:

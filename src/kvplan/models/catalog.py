@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,11 @@ def catalog_ids() -> list[str]:
     return sorted({e["id"] for e in _catalog().values()})
 
 
+def catalog_entries() -> list[dict[str, Any]]:
+    """Every catalog entry once, by id (case ignored): ``kvplan models``."""
+    return sorted({id(e): e for e in _catalog().values()}.values(), key=lambda e: str(e["id"]).lower())
+
+
 def catalog_entry(name: str) -> dict[str, Any] | None:
     """Look a model up by HF id or alias (case-insensitive); a path's last part also matches."""
     idx = _catalog()
@@ -45,6 +51,17 @@ def catalog_entry(name: str) -> dict[str, Any] | None:
         if cand_id.rsplit("/", 1)[-1] == base:
             return entry
     return None
+
+
+def resolution_note(name: str, entry: dict[str, Any]) -> str | None:
+    """'resolved X to catalog entry Y' when the name asked for is not the entry's own id (an alias, or the same
+    name under another organisation); None when it is."""
+    if name.strip().rstrip("/").lower() == entry["id"].lower():
+        return None
+    how = "an alias of" if name.strip().rstrip("/").lower() in {a.lower() for a in entry.get("aliases", [])} \
+        else "the same name as"
+    return (f"resolved {name} to catalog entry {entry['id']} ({how} it: same architecture fields; config.json "
+            f"from {entry.get('source')}; pass --model-config for the checkpoint's own)")
 
 
 def _hf_cache_dirs() -> list[Path]:
@@ -127,6 +144,8 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     entry = catalog_entry(model)
     if entry is not None:
-        return spec_from_catalog(entry)
+        spec = spec_from_catalog(entry)
+        note = resolution_note(model, entry)
+        return replace(spec, notes=(note, *spec.notes)) if note else spec
     raise KvplanError(f"unknown model {model!r}: not a local checkpoint, not in the HF cache, not in the catalog",
                       "pass --model-config PATH/TO/config.json (kvplan never downloads)")

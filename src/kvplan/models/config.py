@@ -1,8 +1,10 @@
 """Read a Hugging Face config.json (as JSON, never as code) into a ModelSpec.
 
-Only architectures whose KV layout kvplan knows are accepted; anything else raises UnsupportedModel
-with the architecture name, never a guess. Multimodal checkpoints nest the language model under
-``text_config`` (or ``language_config`` / ``llm_config``); the top-level ``architectures`` still decide.
+Architectures whose KV layout kvplan knows are accepted; an unlisted one is planned as standard attention
+when its config has only the standard fields (``standard_arch.py``, with a warning-level assumption naming
+it); anything else raises UnsupportedModel with the architecture name and the field that differs, never a
+guess. Multimodal checkpoints nest the language model under ``text_config`` (or ``language_config`` /
+``llm_config``); the top-level ``architectures`` still decide.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def derived_max_len(c: dict[str, Any]) -> int | None:
                 factor = float(rp["factor"])
         length *= factor
     return int(length)
+
+CONFIG_MAX_BYTES = 16 << 20  # the largest real config.json files are ~100 KB
 
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
 # transformers' Qwen2/Qwen3 configs drop sliding_window unless use_sliding_window is set
@@ -155,7 +159,7 @@ def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> 
     """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError."""
     try:
         return _spec_from_config(cfg, name, **extra)
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as e:
+    except (TypeError, ValueError, AttributeError, ArithmeticError, IndexError, RecursionError) as e:
         if isinstance(e, KvplanError):
             raise
         raise KvplanError(f"{name}: config.json has a field of the wrong type or value ({e})",
@@ -171,17 +175,27 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
                                "kvplan needs the architecture name to know the KV layout")
     arch = archs[0]
     family = ARCHITECTURES.get(arch)
-    if family is None:
-        raise UnsupportedModel(f"{name}: unsupported architecture {arch!r}",
-                               "kvplan models: " + ", ".join(sorted(ARCHITECTURES)))
     top = cfg
     c = dict(_text_part(cfg))
     for old, new in FIELD_ALIASES.items():
         if old in c and new not in c:
             c[new] = c[old]
+    if family is None:  # standard_arch.py: plain attention unless a field says otherwise
+        from kvplan.models.standard_arch import assumption, non_standard_reasons
+
+        reasons = non_standard_reasons(arch, c, top)
+        if reasons:
+            raise UnsupportedModel(f"{name}: unsupported architecture {arch!r}: not in kvplan's list and it has "
+                                   + "; ".join(reasons), "supported: " + ", ".join(sorted(ARCHITECTURES))
+                                   + ", and any decoder-only config with only the standard attention fields")
+        family = "mha"
+        extra = {**extra, "notes": (*extra.get("notes", ()), assumption(arch))}
     model_type = str(c.get("model_type") or top.get("model_type") or "")
     for k, v in HF_DEFAULTS.get(model_type, {}).items():
         c.setdefault(k, v)
+    from kvplan.models.config_checks import check_config_numbers, check_context_len
+
+    check_config_numbers(c, top, family, name)
     n = _req(c, "num_hidden_layers", name)
     hidden = _req(c, "hidden_size", name)
     heads = _req(c, "num_attention_heads", name)
@@ -192,7 +206,10 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         elif c.get("multi_query"):
             kv_heads = 1
     head_dim = int(c.get("head_dim") or hidden // heads)
-    dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype") or "bfloat16")
+    # transformers >= 4.56 (configuration_utils.py::PretrainedConfig.__init__) parses both keys and keeps "dtype"
+    # over the older "torch_dtype"; vLLM reads the root config first, then the text config
+    # (transformers_utils/model_arch_config_convertor.py::get_torch_dtype)
+    dtype = str(top.get("dtype") or top.get("torch_dtype") or c.get("dtype") or c.get("torch_dtype") or "bfloat16")
     quant = top.get("quantization_config") or c.get("quantization_config") or {}
     kv_algo = str(quant.get("kv_cache_quant_algo") or "").upper() if isinstance(quant, dict) else ""
     kv_scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
@@ -200,8 +217,9 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         kv_algo = "FP8"  # compressed-tensors / modelopt checkpoints declare an fp8 KV cache this way
     vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else None
     ctx = derived_max_len(c) or derived_max_len(top) or 2048  # engines assume 2048 when no key says (vLLM warns)
+    check_context_len(ctx, name)
     common = dict(
-        name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden,
+        name=name, architecture=arch, model_type=model_type, num_layers=n, hidden_size=hidden, config=top,
         vocab_size=_req(c, "vocab_size", name), num_attention_heads=heads, context_len=ctx, dtype=dtype,
         intermediate_size=int(c.get("intermediate_size") or 0), moe=_moe(c, n),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", top.get("tie_word_embeddings", False))),
@@ -229,7 +247,8 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
 
 
 def _with_weights(spec: ModelSpec, quant: dict[str, Any] | None) -> ModelSpec:
-    """Fill weight_bytes from the config's arithmetic when no checkpoint size is known (say so)."""
+    """Fill weight_bytes (the whole checkpoint) from the tensors config.json implies, when no checkpoint size is
+    known (say so)."""
     if spec.weight_bytes is not None:
         return spec
     from dataclasses import replace
@@ -253,8 +272,12 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not p.is_file():
         raise KvplanError(f"no config.json at {p}", "pass a config.json file or a checkpoint directory")
     try:
+        if p.stat().st_size > CONFIG_MAX_BYTES:
+            raise KvplanError(f"{p}: {p.stat().st_size:,} bytes is not a config.json", "pass the model's config.json")
         text = p.read_text(encoding="utf-8")
         cfg = json.loads(text)
+    except RecursionError:
+        raise KvplanError(f"{p}: JSON nested too deeply to be a config.json") from None
     except UnicodeDecodeError as e:
         raise KvplanError(f"{p}: not a text file ({e.reason})") from None
     except json.JSONDecodeError as e:

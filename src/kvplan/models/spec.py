@@ -8,6 +8,7 @@ window) and ``linear`` (Mamba2 / gated delta net state instead of a KV cache).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 DTYPE_BYTES = {
     "float32": 4, "float": 4, "fp32": 4,
@@ -82,6 +83,8 @@ class ModelSpec:
     weight_bytes_source: str | None = None
     source: str | None = None
     notes: tuple[str, ...] = field(default=())
+    # the config.json it came from (read as data): what models.synth needs beyond the fields above
+    config: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     # ---- derived -------------------------------------------------------------------------------
     @property
@@ -103,10 +106,6 @@ class ModelSpec:
     @property
     def n_linear_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "linear")
-
-    @property
-    def is_hybrid_linear(self) -> bool:
-        return self.n_linear_layers > 0
 
     @property
     def mla_kv_dim(self) -> int:
@@ -137,53 +136,29 @@ class ModelSpec:
                 "layers": self.num_layers, "kv_heads": self.num_kv_heads, "head_dim": self.head_dim,
                 "kv_lora_rank": self.kv_lora_rank or None, "qk_rope_head_dim": self.qk_rope_head_dim or None,
                 "is_mla": self.is_mla, "is_moe": self.moe is not None, "context_len": self.context_len,
-                "weight_bytes": self.weight_bytes, "source": self.source}
+                "weight_bytes": self.weight_bytes, "source": self.source, "notes": self.notes}
 
-    # ---- parameters (for weights when total_size is unknown, and for DP-attention sharding) ----
-    def attention_params_per_layer(self) -> int:
-        h = self.hidden_size
-        if self.is_mla:
-            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-            q = (h * self.q_lora_rank + self.q_lora_rank * self.num_attention_heads * qk
-                 if self.q_lora_rank else h * self.num_attention_heads * qk)
-            kv_a = h * (self.kv_lora_rank + self.qk_rope_head_dim)
-            kv_b = self.kv_lora_rank * self.num_attention_heads * (self.qk_nope_head_dim + self.v_head_dim)
-            o = self.num_attention_heads * self.v_head_dim * h
-            return q + kv_a + kv_b + o
-        q = h * self.num_attention_heads * self.head_dim
-        kv = 2 * h * self.num_kv_heads * self.head_dim
-        o = self.num_attention_heads * self.head_dim * h
-        return q + kv + o
-
+    # ---- parameters: from the tensors models.synth derives from config.json (one mechanism) ----
     def param_breakdown(self) -> dict[str, int]:
-        """Parameter counts by component, from the config alone (biases and norms ignored)."""
-        h = self.hidden_size
-        attn_layers = self.num_layers - self.n_linear_layers
-        attn = self.attention_params_per_layer() * attn_layers
-        if self.linear is not None:
-            lin = self.linear
-            # in/out projections around the recurrent core; close enough for a size estimate
-            attn += self.n_linear_layers * (h * (lin.conv_dim + lin.num_heads * lin.state_dims[1] + 2 * lin.num_heads)
-                                            + lin.num_heads * lin.state_dims[1] * h)
-        experts = shared = router = 0
-        dense_layers = self.num_layers
-        if self.moe is not None:
-            m = self.moe
-            experts = m.moe_layers * m.num_experts * 3 * h * m.moe_intermediate_size
-            shared = m.moe_layers * 3 * h * m.shared_intermediate_size
-            router = m.moe_layers * h * m.num_experts
-            dense_layers = self.num_layers - m.moe_layers
-        return {"embedding": self.vocab_size * h, "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * h,
-                "attention": attn, "dense_mlp": dense_layers * 3 * h * self.intermediate_size,
-                "experts": experts, "shared_experts": shared, "router": router}
+        """Parameter counts by module group (embedding, lm_head, attention, mlp, experts, shared_experts,
+        router, norms, linear_attn, vision, projector, mtp), unquantized, from ``models.synth``."""
+        from kvplan.models.placement import role_of
+        from kvplan.models.synth import synthesize_groups
+
+        out: dict[str, int] = {}
+        for g in synthesize_groups(self, {}):
+            part = "mtp" if g.layer is not None and g.layer >= self.num_layers else role_of(g).group
+            out[part] = out.get(part, 0) + g.one.numel * g.count
+        return out
 
     @property
     def param_count(self) -> int:
-        return sum(self.param_breakdown().values())
+        """Parameters of the language model (vision towers and MTP layers excluded)."""
+        return sum(v for k, v in self.param_breakdown().items() if k not in ("vision", "projector", "mtp"))
 
     @property
     def attention_weight_fraction(self) -> float:
         """Share of the weights in attention (replicated across DP-attention groups in SGLang)."""
         b = self.param_breakdown()
         total = sum(b.values())
-        return b["attention"] / total if total else 0.0
+        return b.get("attention", 0) / total if total else 0.0

@@ -1,98 +1,112 @@
-"""Checkpoint size from config.json and its quantization_config, when no safetensors index is at hand.
+"""The tensors a weights estimate starts from: the checkpoint's safetensors headers when a checkpoint directory
+is at hand (exact), else the tensors config.json implies (``models.synth``, estimated).
 
-Arithmetic on the architecture (parameter counts per component) times the bytes each component takes in
-the checkpoint's format. Used only when ``total_size`` is unknown; the plan says it is an estimate.
+Engines place these tensors on ranks (``engines/<engine>/weights.py``, ``models.sharding``). The whole-checkpoint
+size (``estimate_weight_bytes``) is the same sum without sharding.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models.spec import ModelSpec
-
-LINEAR = ("attention", "dense_mlp", "experts", "shared_experts")
-
-
-def _ignored(patterns: list[str]) -> set[str]:
-    """Components a quantization 'ignore' / 'modules_to_not_convert' list keeps in bf16."""
-    text = " ".join(str(p) for p in patterns)
-    out = set()
-    if "self_attn" in text:
-        out.add("attention")
-    if "shared_expert" in text:
-        out.add("shared_experts")
-    if "mlp\\.(gate" in text or "mlp.gate_proj" in text or "mlp.(gate" in text:
-        out.add("dense_mlp")
-    return out
+from kvplan.models.tensors import TensorGroup
 
 
-def bytes_per_param(quant: dict[str, Any] | None, dtype_bytes: int) -> dict[str, float]:
-    """Bytes per parameter for each component under the checkpoint's quantization."""
-    base = {k: float(dtype_bytes) for k in ("embedding", "lm_head", "router", *LINEAR)}
-    if not quant:
-        return base
-    method = str(quant.get("quant_method") or "").lower()
-    if method in ("fp8", "fbgemm_fp8"):
-        block = quant.get("weight_block_size") or [128, 128]
-        scale = 4 / (block[0] * block[1])  # one fp32 scale per block
-        skip = _ignored(quant.get("modules_to_not_convert") or quant.get("ignored_layers") or [])
-        return {**base, **{k: 1 + scale for k in LINEAR if k not in skip}}
-    if method in ("compressed-tensors", "modelopt") or (not method and quant.get("config_groups")):
-        groups = quant.get("config_groups") or {}
-        w = next(iter(groups.values()), {}).get("weights") or {}
-        bits, gs = w.get("num_bits"), w.get("group_size")
-        if not bits:
-            raise KvplanError("compressed-tensors checkpoint without weights.num_bits", "pass --weights-gib")
-        # packed weights + one scale per group: bf16 for int groups, fp8 (e4m3) for NVFP4's float groups
-        scale = 1 if (w.get("type") == "float" and bits == 4) else 2
-        per = bits / 8 + (scale / gs if gs else 0)
-        skip = _ignored(quant.get("ignore") or [])
-        return {**base, **{k: per for k in LINEAR if k not in skip}}
-    if method == "mxfp4":  # 4-bit values + one e8m0 scale byte per 32; gpt-oss keeps attention in bf16
-        skip = _ignored(quant.get("modules_to_not_convert") or []) | {"attention"}
-        return {**base, **{k: 0.5 + 1 / 32 for k in LINEAR if k not in skip}}
-    if method in ("awq", "gptq"):
-        bits, gs = int(quant.get("bits") or quant.get("w_bit") or 4), int(quant.get("group_size") or
-                                                                             quant.get("q_group_size") or 128)
-        per = bits / 8 + (2 + bits / 8) / gs  # packed weights + fp16 scale and packed zero per group
-        return {**base, **{k: per for k in LINEAR}}
-    raise KvplanError(f"weight size of a {method!r} checkpoint cannot be derived from its config",
-                      "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")
+@dataclass(frozen=True)
+class Tensors:
+    groups: tuple[TensorGroup, ...]
+    exact: bool
+    source: str
+    notes: tuple[str, ...] = ()
 
 
 def estimate_weight_bytes(spec: ModelSpec, quant: dict[str, Any] | None) -> int:
-    bpp = bytes_per_param(quant, spec.dtype_bytes)
-    return int(sum(n * bpp[k] for k, n in spec.param_breakdown().items()))
+    """Whole-checkpoint bytes (all ranks together) from config.json's architecture and quantization_config."""
+    from kvplan.models.synth import synthesize_groups
+
+    return sum(g.nbytes for g in synthesize_groups(spec, quant if quant is not None else {}))
 
 
-def weights_per_rank(model: ModelSpec, tp: int, pp: int = 1, attn_tp: int | None = None,
-                     override_gib: float | None = None) -> tuple[int, str]:
-    """Weight bytes on one rank: the checkpoint split over TP × PP; attention weights split only over the
-    attention-TP group (SGLang DP attention replicates them across DP groups)."""
+def override_bytes(override_gib: float) -> int:
     from kvplan.units import GiB
 
-    if override_gib is not None:
-        if override_gib < 0:
-            raise KvplanError(f"--weights-gib must be >= 0, got {override_gib}")
-        return int(override_gib * GiB), "--weights-gib (per rank)"
-    total, src = model.weight_bytes, model.weight_bytes_source or "checkpoint"
-    if total is None:
-        raise KvplanError(f"{model.name}: weight size of a {model.quant_method or model.dtype} checkpoint is unknown",
-                          "pass --weights-gib (per rank) or a checkpoint directory with its safetensors index")
-    if model.num_nextn_predict_layers and not src.startswith("estimated"):
-        # MTP/NextN layers ship in the checkpoint but are loaded only for speculative decoding.
-        total -= int(total * model.num_nextn_predict_layers / (model.num_layers + model.num_nextn_predict_layers))
-        src += ", minus NextN layers"
-    attn = model.attention_weight_fraction
-    per_rank = (total * attn / (attn_tp or tp) + total * (1 - attn) / tp) / pp
-    return int(per_rank), src
+    if override_gib < 0:
+        raise KvplanError(f"--weights-gib must be >= 0, got {override_gib}")
+    return int(override_gib * GiB)
 
 
-def checkpoint_weights(model, tp: int, pp: int, attn_tp: int | None = None) -> int | None:
-    """Weights per rank from the checkpoint alone (no override), or None when unknown: what a log's
-    weight figure is compared with."""
-    try:
-        return weights_per_rank(model, tp, pp, attn_tp)[0]
-    except KvplanError:
-        return None
+def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | None:
+    """A local checkpoint directory with safetensors files: ``explicit`` (a path in the command or
+    --model-config DIR), else the directory of the config.json the spec was read from (local path or HF cache
+    snapshot). None when there is none (catalog entries)."""
+    for cand in (explicit, model.source):
+        if not cand or "://" in str(cand):
+            continue
+        p = Path(str(cand)).expanduser()
+        d = p if p.is_dir() else p.parent
+        try:
+            if d.is_dir() and any(d.glob("*.safetensors")):
+                return str(d)
+        except OSError:
+            continue
+    return None
+
+
+_HEADER_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], tuple[TensorGroup, ...]] = {}
+
+
+def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
+    from kvplan.models.tensors import group_tensors, read_safetensors_headers, safetensors_files
+
+    files = safetensors_files(checkpoint_dir)
+    key = (os.path.realpath(checkpoint_dir),
+           tuple((f.name, int(f.stat().st_size), int(f.stat().st_mtime_ns)) for f in files))
+    if key not in _HEADER_CACHE:
+        if len(_HEADER_CACHE) >= 4:
+            _HEADER_CACHE.pop(next(iter(_HEADER_CACHE)))
+        _HEADER_CACHE[key] = tuple(group_tensors(read_safetensors_headers(checkpoint_dir)))
+    return _HEADER_CACHE[key]
+
+
+def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
+    """The checkpoint's tensor groups: headers if ``checkpoint_dir`` has safetensors files, else synthesized."""
+    from kvplan.models.synth import synthesis_notes, synthesize_groups
+
+    if checkpoint_dir:
+        from kvplan.models.tensors import safetensors_files
+
+        files = safetensors_files(checkpoint_dir)
+        if files:
+            groups = _header_groups(checkpoint_dir)
+            return Tensors(groups, True, f"safetensors headers of {len(files)} file(s) in {checkpoint_dir}")
+    if model.config is None:
+        raise KvplanError(f"{model.name}: no config.json to derive the weights from",
+                          "pass --model-config PATH or --weights-gib (per rank)")
+    groups = tuple(synthesize_groups(model))
+    return Tensors(groups, False, "synthesized from config.json (no safetensors at hand)", synthesis_notes(model))
+
+
+def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
+    """Unquantized float tensors as the engine holds them: in the runtime dtype (both engines create parameters
+    under ``set_default_torch_dtype(model dtype)`` and copy the checkpoint into them). Quantization scales and
+    fp32-by-construction tensors (``e_score_correction_bias``) keep their dtype; per-channel scales
+    [out, 1] are float32 parameters whatever the checkpoint stored (``ChannelQuantScaleParameter(...,
+    dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights)."""
+    from dataclasses import replace
+
+    out = []
+    for g in groups:
+        leaf = g.template.rsplit(".", 1)[-1]
+        if leaf == "weight_scale" and len(g.shape) == 2 and g.shape[1] == 1 and g.dtype in ("F16", "BF16"):
+            out.append(replace(g, dtype="F32"))
+            continue
+        if g.dtype in ("F32", "F16", "BF16") and g.dtype != dtype and "scale" not in leaf \
+                and leaf != "e_score_correction_bias":
+            g = replace(g, dtype=dtype)
+        out.append(g)
+    return tuple(out)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.explain import ExplainResult
 
 
 def _fmt(v: Any) -> str:
@@ -15,7 +18,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def render_explain(res: Any, console: Any = None) -> None:
+def render_explain(res: ExplainResult, console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -42,7 +42,7 @@ def check(ctx: RuleContext) -> Verdict | None:
             ev.append(f"running stays below the engine's cap ({w.running_max} < max running {ctx.max_running}): "
                       "the cap is not what holds requests back")
         return Verdict(ID, "requests wait because the KV pool is full", FIX, tuple(ev))
-    if not waiting and w.usage >= EDGE and w.running >= 2:
+    if not waiting and w.usage >= EDGE and w.running >= 2 and room is not None:
         ev.append(f"nothing waits yet, but {usage_range(w)}{pool} with {w.running:.0f} running{scope}")
         ev.append(f"free pool {pct(room[0])} vs {pct(room[1])} held by one running request: the requests grow "
                   "into it, the next arrivals wait and growing requests get preempted")

@@ -34,6 +34,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--dist-init-addr", S), Flag("--decode-log-interval", I), Flag("--watchdog-timeout", F),
     Flag("--enable-torch-compile", B), Flag("--chat-template", S), Flag("--log-requests", B),
     Flag("--disaggregation-mode", S), Flag("--enable-mixed-chunk", B), Flag("--schedule-policy", S),
+    Flag("--enable-ep-moe", B), Flag("--enable-deepep-moe", B), Flag("--moe-a2a-backend", S),
+    Flag("--moe-dense-tp-size", I), Flag("--enable-dp-lm-head", B), Flag("--disable-shared-experts-fusion", B),
 )
 
 # Flags that change memory in ways kvplan does not model; their presence is reported.
@@ -64,6 +66,14 @@ class SGLangArgs:
     kv_cache_dtype: str = "auto"
     page_size: int | None = None
     quantization: str | None = None
+    dtype: str = "auto"
+    # expert / DP-attention layout of the weights (engines/sglang/weights.py)
+    enable_ep_moe: bool = False
+    enable_deepep_moe: bool = False
+    moe_a2a_backend: str | None = None
+    moe_dense_tp_size: int | None = None
+    enable_dp_lm_head: bool = False
+    disable_shared_experts_fusion: bool = False
     attention_backend: str | None = None
     enable_hierarchical_cache: bool = False
     hicache_ratio: float | None = None
@@ -100,13 +110,35 @@ class SGLangArgs:
         return 1 if self.enable_dp_attention else self.dp_size
 
 
-def _check(name: str, value: float | None, lo: float, hi: float | None = None, open_lo: bool = False) -> None:
-    if value is None:
-        return
-    bad = value <= lo if open_lo else value < lo
-    if bad or (hi is not None and value > hi):
-        rng = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi if hi is not None else 'inf'})"
-        raise KvplanError(f"--{name.replace('_', '-')} {value} is out of range {rng}", "fix it in the launch command")
+def _check_numbers(v: dict) -> None:
+    """Every numeric flag through kvplan.validate: finite, in the engine's range, a sane magnitude."""
+    from kvplan import validate as val
+
+    hint = "fix it in the launch command"
+
+    def name(k: str) -> str:
+        return "--" + k.replace("_", "-")
+
+    for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "dcp_size"):
+        if v.get(k) is not None:
+            v[k] = val.count(name(k), v[k], 1, val.MAX_RANKS, hint)
+    if v.get("node_rank") is not None:
+        v["node_rank"] = val.count("--node-rank", v["node_rank"], 0, val.MAX_RANKS, hint)
+    for k in ("mem_fraction_static", "swa_full_tokens_ratio", "mamba_full_memory_ratio",
+              "hicache_host_memory_fraction"):
+        if v.get(k) is not None:
+            v[k] = val.fraction(name(k), v[k], hint)
+    for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs",
+              "max_mamba_cache_size", "max_prefill_tokens", "speculative_num_draft_tokens"):
+        if v.get(k) is not None:
+            v[k] = val.count(name(k), v[k], 1, val.MAX_TOKENS, hint)
+    if v.get("chunked_prefill_size") is not None:  # -1 (or any value <= 0) disables chunked prefill
+        v["chunked_prefill_size"] = val.count("--chunked-prefill-size", v["chunked_prefill_size"], -1,
+                                              val.MAX_TOKENS, hint)
+    if v.get("hicache_ratio") is not None:
+        v["hicache_ratio"] = float(val.number("--hicache-ratio", v["hicache_ratio"], lo=0.0, hi=1e6, hint=hint))
+    if v.get("hicache_size") is not None:
+        v["hicache_size"] = val.gb("--hicache-size", v["hicache_size"], hint=hint)
 
 
 def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
@@ -115,14 +147,7 @@ def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
     v = p.values
     if p.positionals and "model_path" not in v:
         v["model_path"] = p.positionals[0]
-    for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes"):
-        _check(k, v.get(k), 1)
-    _check("mem_fraction_static", v.get("mem_fraction_static"), 0, 1, open_lo=True)
-    _check("swa_full_tokens_ratio", v.get("swa_full_tokens_ratio"), 0, 1, open_lo=True)
-    for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs"):
-        _check(k, v.get(k), 1)
-    for k in ("hicache_ratio", "hicache_size"):
-        _check(k, v.get(k), 0)
+    _check_numbers(v)
     tp, dp = int(v.get("tp_size", 1)), int(v.get("dp_size", 1))
     if v.get("enable_dp_attention") and tp % dp:
         raise KvplanError(f"--enable-dp-attention needs --tp-size ({tp}) divisible by --dp-size ({dp})")

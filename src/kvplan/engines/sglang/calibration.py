@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.units import GiB
+from kvplan.engines.sglang.baseline import Estimate, baseline_overhead
+
+__all__ = ["Calibration", "Estimate", "baseline_overhead", "POOL_MISC", "GRAPH_DENSE", "GRAPH_LARGE_MOE",
+           "RECOMMENDED_AVAIL", "graph_estimate"]
 
 
 @dataclass(frozen=True)
@@ -18,15 +21,9 @@ class Calibration:
     source: str
 
 
-# GPU memory consumed before SGLang's baseline P is taken (CUDA context, NCCL / custom all-reduce buffers),
-# per rank. P = nvidia-smi total - this.
-BASELINE_TP1 = Calibration(
-    1.06, "TP1: 79.65 GiB total (H100 81559 MiB) - P 78.59 GiB (avail 63.48 + weights 15.11)",
-    "https://github.com/sgl-project/sglang/pull/4760")
-BASELINE_PER_EXTRA_RANK = Calibration(
-    0.15, "per extra TP rank on the node: TP8 logs show ~2 GiB before weights (PR #11716 'Init torch "
-    "distributed ends. mem usage=1.96 GB'); the Kimi-K2.5 TP8 incident implies ~2.2 GiB",
-    "https://github.com/sgl-project/sglang/pull/11716")
+# GPU memory a rank holds before SGLang's baseline P (T) is taken: CUDA/HIP context + communicators, per GPU
+# family and TP size, from the sourced logs in baseline_data.py (baseline.py has the mechanism and residuals).
+# P = memory.total - baseline_overhead(gpu, ranks_per_node).value_bytes; low/high bound it.
 
 # Allocator free lists and small metadata between "KV Cache is allocated" and "Memory pool end".
 POOL_MISC = Calibration(
@@ -46,11 +43,6 @@ RECOMMENDED_AVAIL = Calibration(
     4.0, "docs/advanced_features/hyperparameter_tuning.md: keep available_gpu_mem at about 5-8 GB; "
     "kvplan warns below 4 GiB to leave room for its own estimate error",
     "https://github.com/sgl-project/sglang/blob/main/docs/advanced_features/hyperparameter_tuning.md")
-
-
-def baseline_overhead_bytes(ranks_per_node: int) -> int:
-    gib = BASELINE_TP1.value_gib + BASELINE_PER_EXTRA_RANK.value_gib * max(0, ranks_per_node - 1)
-    return int(gib * GiB)
 
 
 def graph_estimate(is_moe: bool, total_params: int) -> Calibration:

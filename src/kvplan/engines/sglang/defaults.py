@@ -1,6 +1,7 @@
 """SGLang's default mem_fraction_static, chunked_prefill_size and decode CUDA-graph max_bs, per version.
 
-Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read).
+Reproduced from the released wheels 0.4.4 .. 0.5.23 (every release around each change point was read);
+0.3.0 .. 0.4.3.post4 (every release read) are in ``defaults_old.py``.
 Units as SGLang uses them: ``gpu_mem_mib`` is ``nvidia-smi memory.total`` in MiB (min over visible GPUs).
 Source and the research notes (shared/reference/sglang-memory.md §1.6) disagree in places; the source wins:
   * the GiB reserve buckets start in 0.4.7.post1, not 0.4.10.post2;
@@ -16,57 +17,18 @@ model is taken to be off the prefill-graph allow-list), ROCm/NPU/XPU, ``llama-2`
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from kvplan.engines.sglang.defaults_io import DefaultsInput, ResolvedDefaults
+from kvplan.engines.versions import Version, within
 
-_VER_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?(?:[.-]?(a|b|rc|dev)\.?\d*)?(?:\+.*)?$")
-
-
-def parse_version(text: str) -> tuple[int, int, int, int]:
-    """"0.4.6.post5" -> (0, 4, 6, 5); "0.5.10rc0"/"0.5.10.dev1" -> (0, 5, 10, -1), i.e. just before 0.5.10."""
-    m = _VER_RE.match(text.strip())
-    if not m:
-        raise ValueError(f"cannot read SGLang version {text!r}")
-    major, minor, patch, post, pre = m.groups()
-    n = int(post or 0)
-    return (int(major), int(minor), int(patch or 0), n - 1 if pre else n)
+__all__ = ["NEWEST", "OLDEST", "DefaultsInput", "ResolvedDefaults", "resolve_defaults"]
 
 
-def _v(text: str) -> tuple[int, int, int, int]:
-    return parse_version(text)
+def _v(text: str) -> Version:  # "0.5.10rc0" sorts just before 0.5.10, "0.4.6.post5" after 0.4.6.post4
+    return Version(text)
 
 
-OLDEST, NEWEST = "0.4.4", "0.5.23"
+OLDEST, NEWEST = "0.3.0", "0.5.23"
 GIB = 1024  # MiB
-
-
-@dataclass(frozen=True)
-class DefaultsInput:
-    version: str  # SGLang version, e.g. "0.5.9"
-    gpu_mem_mib: int | None  # nvidia-smi memory.total, min over visible GPUs; None = SGLang's "unknown" path
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1  # --dp-size
-    enable_dp_attention: bool = False
-    is_mla: bool = False
-    is_multimodal: bool = False  # HF config has vision_config
-    vit_layers: int | None = None  # None -> SGLang's getattr default 24
-    vit_hidden: int | None = None  # None -> SGLang's getattr default 1024
-    speculative_algorithm: str | None = None
-    chunked_prefill_size: int | None = None  # user-given or None
-    cuda_graph_max_bs: int | None = None  # user-given or None
-    max_running_requests: int | None = None
-    disable_cuda_graph: bool = False
-    context_len: int | None = None  # only read as --context-length by the 0.5.13-0.5.16 prefill-graph clamp
-
-
-@dataclass(frozen=True)
-class ResolvedDefaults:
-    mem_fraction_static: float
-    chunked_prefill_size: int  # after the DP-attention division (the reserve used the undivided value)
-    cuda_graph_max_bs: int  # decode graph max batch size (<=0.5.2: largest default capture size)
-    reserved_mib: float | None  # the reserve the formula used, when the version has one
-    rule: str  # short id of the rule and the source function
 
 
 def _tp_table(n: int) -> float:
@@ -81,7 +43,7 @@ def _vit_factor(inp: DefaultsInput) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
-def _mm_factor(inp: DefaultsInput, v: tuple) -> tuple[float, str]:
+def _mm_factor(inp: DefaultsInput, v: Version) -> tuple[float, str]:
     if not inp.is_multimodal:
         return 1.0, ""
     if v < _v("0.4.4.post4"):  # model_runner.py::ModelRunner.model_specific_adjustment (hits explicit too)
@@ -93,7 +55,7 @@ def _mm_factor(inp: DefaultsInput, v: tuple) -> tuple[float, str]:
     return _vit_factor(inp), "; VLM ViT-scaled factor"
 
 
-def _legacy_decode_max_bs(inp: DefaultsInput, v: tuple, cap: int | None) -> int:
+def _legacy_decode_max_bs(inp: DefaultsInput, v: Version, cap: int | None) -> int:
     """<=0.5.2: cuda_graph_runner.py::get_batch_sizes_to_capture (largest size, before the req-pool clamp)."""
     g = inp.gpu_mem_mib
     if inp.speculative_algorithm is None:
@@ -123,7 +85,7 @@ def _legacy_decode_max_bs(inp: DefaultsInput, v: tuple, cap: int | None) -> int:
     return max(bs)
 
 
-def _legacy(inp: DefaultsInput, v: tuple) -> ResolvedDefaults:
+def _legacy(inp: DefaultsInput, v: Version) -> ResolvedDefaults:
     """0.4.4 .. 0.5.2, all in server_args.py::ServerArgs.__post_init__."""
     g, tp, spec = inp.gpu_mem_mib, inp.tp, inp.speculative_algorithm
     reserved = None
@@ -191,7 +153,7 @@ def _prefill_sizes(max_bs: int) -> int:
     return len([s for s in sizes if s <= max_bs])
 
 
-def _prefill_graph_on(inp: DefaultsInput, v: tuple) -> bool:
+def _prefill_graph_on(inp: DefaultsInput, v: Version) -> bool:
     """Whether the default prefill graph survives the auto-disable rules that run before the reserve."""
     if v < _v("0.5.10") or inp.is_multimodal:  # opt-in before 0.5.10; VLMs off unless allow-listed
         return False
@@ -211,7 +173,7 @@ def _prefill_graph_on(inp: DefaultsInput, v: tuple) -> bool:
     return inp.pp == 1  # cuda_graph_hook.py::apply_cuda_graph_compatibility: PP opts out by default
 
 
-def _reserve_formula(inp: DefaultsInput, v: tuple) -> ResolvedDefaults:
+def _reserve_formula(inp: DefaultsInput, v: Version) -> ResolvedDefaults:
     """0.5.3+: server_args.py::ServerArgs._handle_gpu_memory_settings; 0.5.19+: memory_hook.py."""
     g, tp = inp.gpu_mem_mib, inp.tp
     if g is None:
@@ -273,13 +235,17 @@ def _reserve_formula(inp: DefaultsInput, v: tuple) -> ResolvedDefaults:
 
 def resolve_defaults(inp: DefaultsInput) -> ResolvedDefaults:
     """SGLang's defaults for this launch; ValueError when the version's behaviour is not known here."""
-    v = parse_version(inp.version)
+    v = _v(inp.version)
     if v < _v(OLDEST):
         raise ValueError(f"SGLang {inp.version} is older than {OLDEST}, the oldest release modelled here")
-    if v[:3] > _v(NEWEST)[:3]:
+    if not within(v, OLDEST, NEWEST):
         raise ValueError(f"SGLang {inp.version} is newer than {NEWEST}, the newest release read")
     if inp.tp < 1 or inp.pp < 1 or inp.dp < 1:
         raise ValueError("tp, pp and dp must be >= 1")
     if v >= _v("0.5.3"):
         return _reserve_formula(inp, v)
+    if v < _v("0.4.4"):
+        from kvplan.engines.sglang.defaults_old import resolve_old
+
+        return resolve_old(inp, v)
     return _legacy(inp, v)

@@ -2,47 +2,165 @@
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import replace
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.base import Engine
+from kvplan.engines.cmdline import Flag, LaunchCommand
+from kvplan.engines.levers import LeverInputs, LeverSpec
+from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.sglang import launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
 from kvplan.engines.sglang.memory import plan_gpu
-from kvplan.engines.sglang.rules import default_version, rules_for
+from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
+from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
-from kvplan.models.weights import checkpoint_weights
+from kvplan.logs.facts import LogFacts
 from kvplan.options import PlanOptions
-from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
+from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
+from kvplan.units import GiB
 
 # the benchmark entry points take the same ServerArgs and build the same pools
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",
            "sglang.bench_offline_throughput")
 
 
-def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules) -> dict | None:
+def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules: SGLangRules) -> HostFix | None:
     """The largest --hicache-size per rank that fits the node (SGLang 0.5.23's own 0.8 share)."""
     if not host.enabled:
         return None
     size = largest_fitting_size_gb(host_bytes, ranks, rules.host_pool_pinned_pow2)
     if size <= 0:
-        return {"text": "the host has no room for a host KV tier: drop --enable-hierarchical-cache",
-                "flags": {"--enable-hierarchical-cache": None, "--hicache-size": None, "--hicache-ratio": None}}
-    return {"text": f"--hicache-size {size} (decimal GB per rank: {size} × {ranks} = {size * ranks} GB per node, "
-                    "SGLang 0.5.23's own 0.8 share of the host after its 10 GiB reserve)",
-            "flags": {"--hicache-size": str(size), "--hicache-ratio": None}}
+        return HostFix("the host has no room for a host KV tier: drop --enable-hierarchical-cache",
+                       {"--enable-hierarchical-cache": None, "--hicache-size": None, "--hicache-ratio": None})
+    return HostFix(f"--hicache-size {size} (decimal GB per rank: {size} × {ranks} = {size * ranks} GB per node, "
+                   "SGLang 0.5.23's own 0.8 share of the host after its 10 GiB reserve)",
+                   {"--hicache-size": str(size), "--hicache-ratio": None})
 
 
-class SGLangEngine:
+class SGLangEngine(Engine):
     name = "sglang"
-
-    def matches(self, cmd: LaunchCommand) -> bool:
-        return cmd.runs(MODULES, "sglang")
+    display_name = "SGLang"
+    modules = MODULES
+    cli = "sglang"
+    launch_hint = "`python -m sglang.launch_server ...`, `sglang serve ...`"
+    findings_package = "kvplan.engines.sglang.findings"
+    newest_version = NEWEST
+    model_flag = "--model-path"
+    launch_markers = launch.LAUNCH_MARKERS
+    startup_phases = launch.PHASES
+    log_signature = launch.SIGNATURE
+    process_titles = launch.PROCESS_TITLES
+    shm_prefixes = launch.SHM_PREFIXES
+    default_port = 30000
+    info_paths = server.INFO_PATHS
+    metrics = server.METRICS
 
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
 
+    def flag_table(self) -> tuple[Flag, ...]:
+        return FLAGS
+
+    def default_version(self) -> tuple[str, str]:
+        return default_version()
+
+    def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
+        argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
+        if dp > 1:
+            argv += ["--dp-size", str(dp)]
+        if pp > 1:
+            argv += ["--pp-size", str(pp)]
+        return argv
+
+    def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
+        flags = super().plan_flags(values)
+        if values.get("hicache_size") is not None or values.get("hicache_ratio") is not None:
+            flags.append("--enable-hierarchical-cache")  # a host pool size means HiCache on
+        return flags
+
+    def launch_model(self, cmd: LaunchCommand) -> str | None:
+        return parse_sglang(cmd).model_path
+
+    def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
+        from kvplan.engines.sglang import sliders as page
+
+        return page.flags(sliders)
+
+    def slider_view(self, plan: Plan) -> SliderView:
+        from kvplan.engines.sglang import sliders as page
+
+        return page.view(plan)
+
+    def serving_dialect(self) -> ServingDialect:
+        from kvplan.engines.sglang import serving
+
+        return serving
+
+    def log_dialect(self) -> StartupDialect:
+        from kvplan.engines.sglang import log
+
+        return log
+
+    def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+        from kvplan.engines.sglang import from_log
+
+        return from_log.log_flags(args)
+
+    def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+        from kvplan.engines.sglang import from_log
+
+        return from_log.observed_inputs(facts, missing)
+
+    def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
+                      command: Sequence[str] | None) -> list[str]:
+        from kvplan.engines.sglang import from_log
+
+        return from_log.notes(facts, version, version_known, command)
+
+    def predicted_extra(self, plan: Plan) -> dict[str, Any]:
+        pool = plan.per_rank.static
+        if pool is None:
+            return {}
+        return {"headroom_after_pools_gib": round(pool.headroom_after_pools_bytes / GiB, 3),
+                "headroom_after_graphs_gib": round(pool.headroom_after_graphs_bytes / GiB, 3)}
+
+    def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+        from kvplan.engines.sglang import compare
+
+        return compare.compare(facts, plan)
+
+    def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
+                     models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
+        return server.server_facts(info, ignored)
+
+    def pool_scope(self, plan: Plan) -> str:
+        g = plan.per_replica.dp_groups
+        return f"per replica ({g} DP groups)" if g > 1 else "per replica"
+
+    def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+        from kvplan.engines.sglang import levers
+
+        return levers.levers(inputs, skipped)
+
+    def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+        from kvplan.engines.sglang import report
+
+        return report.rank_rows(plan)
+
+    def describe_host_tiers(self, plan: Plan) -> list[str]:
+        from kvplan.engines.sglang import report
+
+        return report.host_tiers(plan)
+
+    def host_check_refuses(self, plan: Plan) -> str | None:
+        from kvplan.engines.sglang import report
+
+        return report.host_refusal(plan)
+
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
+        from kvplan.engines.sglang.weights import model_weights_bytes
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
 
@@ -61,15 +179,16 @@ class SGLangEngine:
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
         host = plan_host(args, rules, gpu.kv_tokens, gpu.cell.bytes_per_token, gpu.page_size,
                          cluster.host_mem_bytes, ranks_node)
-        rank = RankPlan(
-            weights_bytes=gpu.weights_bytes, baseline_free_bytes=gpu.baseline_free_bytes,
-            kv_bytes_per_token=gpu.cell.bytes_per_token, kv_tokens=gpu.kv_tokens, kv_pool_bytes=gpu.kv_pool_bytes,
-            headroom_bytes=gpu.slack_bytes, max_running_requests=gpu.max_running_requests,
-            req_to_token_bytes=gpu.req_to_token_bytes, cuda_graph_bytes=gpu.graph_bytes,
+        budget = StaticPoolBudget(
+            baseline_free_bytes=gpu.baseline_free_bytes, mem_fraction_static=gpu.mem_fraction_static,
+            headroom_bytes=gpu.slack_bytes, req_to_token_bytes=gpu.req_to_token_bytes, cuda_graph_bytes=gpu.graph_bytes,
             headroom_after_pools_bytes=gpu.headroom_after_pools_bytes,
-            headroom_after_graphs_bytes=gpu.headroom_after_graphs_bytes,
-            mem_fraction_static=gpu.mem_fraction_static, host_kv_tokens=host.tokens, host_kv_bytes=host.bytes,
-            host_kv_pinned_bytes=host.pinned_bytes, swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots)
+            headroom_after_graphs_bytes=gpu.headroom_after_graphs_bytes)
+        rank = RankPlan(
+            weights_bytes=gpu.weights_bytes, kv_bytes_per_token=gpu.cell.bytes_per_token, kv_tokens=gpu.kv_tokens,
+            kv_pool_bytes=gpu.kv_pool_bytes, max_running_requests=gpu.max_running_requests, budget=budget,
+            host_kv_tokens=host.tokens, host_kv_bytes=host.bytes, host_kv_pinned_bytes=host.pinned_bytes,
+            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots)
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, shm_bytes=cluster.shm_bytes)
@@ -79,40 +198,30 @@ class SGLangEngine:
             ranks=args.tp_size * args.pp_size, dp_groups=groups, kv_tokens=gpu.kv_tokens * groups,
             avg_tokens=options.avg_tokens, requests_fit=fit_per_group * groups,
             max_running_requests=gpu.max_running_requests * groups, replicas=args.replicas)
-        settings = {
-            "mem_fraction_static": gpu.mem_fraction_static, "mem_fraction_static_source": gpu.mfs_source,
-            "kv_cache_dtype": gpu.cell.kv_dtype, "page_size": gpu.page_size, "context_len": gpu.context_len,
-            "tp_size": args.tp_size, "pp_size": args.pp_size, "dp_size": args.dp_size,
-            "attn_tp_size": args.attn_tp_size, "enable_dp_attention": args.enable_dp_attention,
-            "kv_heads_per_rank": gpu.cell.heads_per_rank, "layers_per_rank": gpu.cell.layers_local,
-            "chunked_prefill_size": gpu.chunked_prefill_size, "cuda_graph_max_bs": gpu.cuda_graph_max_bs,
-            "req_to_token_slots": gpu.req_to_token_slots, "cuda_graph_estimate": gpu.graph_source,
-            "hicache": {"enabled": host.enabled, "sizing": host.sizing, "ratio": host.ratio,
-                        "size_gb_per_rank": host.size_gb, "host_check": rules.host_check,
-                        "engine_budget_bytes_per_rank": host.engine_budget_bytes,
-                        "engine_check_passes": host.engine_check_passes,
-                        "pinned_pow2": rules.host_pool_pinned_pow2,
-                        "host_must_exceed_device": rules.host_must_exceed_device},
-            "host_sizing": host.sizing, "host_fix": _host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
-            "unknown_flags": list(args.unknown_flags), "unmodeled": list(args.unmodeled),
-            "model_path": args.model_path, "world_size": args.world_size,
-            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tp_size, args.pp_size,
-                                                                    args.attn_tp_size),
-        }
-        return Plan(engine="sglang", engine_version=version, version_source=vsrc, command=cmd.text(),
-                    model=model.summary(), cluster=cluster.summary(), per_rank=rank, per_node=node,
+        settings = SGLangSettings(
+            mem_fraction_static=gpu.mem_fraction_static, mem_fraction_static_source=gpu.mfs_source,
+            kv_cache_dtype=gpu.cell.kv_dtype, page_size=gpu.page_size, context_len=gpu.context_len,
+            tp_size=args.tp_size, pp_size=args.pp_size, dp_size=args.dp_size,
+            attn_tp_size=args.attn_tp_size, enable_dp_attention=args.enable_dp_attention,
+            kv_heads_per_rank=gpu.cell.heads_per_rank, layers_per_rank=gpu.cell.layers_local,
+            chunked_prefill_size=gpu.chunked_prefill_size, cuda_graph_max_bs=gpu.cuda_graph_max_bs,
+            req_to_token_slots=gpu.req_to_token_slots, cuda_graph_estimate=gpu.graph_source,
+            hicache=HiCacheSettings(
+                enabled=host.enabled, sizing=host.sizing, ratio=host.ratio, size_gb_per_rank=host.size_gb,
+                host_check=rules.host_check, engine_budget_bytes_per_rank=host.engine_budget_bytes,
+                engine_check_passes=host.engine_check_passes, pinned_pow2=rules.host_pool_pinned_pow2,
+                host_must_exceed_device=rules.host_must_exceed_device),
+            host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
+            unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
+            model_path=args.model_path, world_size=args.world_size,
+            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
+        )
+        return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
+                    model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                    per_rank=rank, per_node=node,
                     per_replica=replica, settings=settings,
                     assumptions=gpu.assumptions)
 
-    def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes) -> Plan:
-        """The same launch with some SGLangArgs fields changed (levers are plans, not new formulas)."""
-        return self.plan(cmd, options, replace(parse_sglang(cmd), **changes))
-
-    def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str:
-        """The user's command with flags set (value ""/"true" for booleans) or removed (None)."""
-        from kvplan.engines.cmdline import rewrite_flags
-
-        return " ".join(shlex.quote(t) for t in rewrite_flags(cmd, flags, FLAGS))
 
 
 ENGINE = SGLangEngine()

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from kvplan.engines.sglang import calibration as cal
 from kvplan.engines.sglang.args import SGLangArgs
 from kvplan.engines.sglang.cell import Cell, compute_cell
-from kvplan.engines.sglang.rules import SGLangRules
+from kvplan.engines.sglang.req_pool import req_pool
+from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
-from kvplan.models.weights import weights_per_rank
 from kvplan.units import GiB, MiB
 
 
@@ -64,28 +64,12 @@ def _mamba_per_slot(model: ModelSpec, args: SGLangArgs, cell: Cell) -> int:
     return model.linear.per_rank_bytes(args.attn_tp_size) * cell.linear_layers_local
 
 
-def _max_running(tokens: int, ctx: int, args: SGLangArgs, rules: SGLangRules) -> tuple[int, int]:
-    """(max_running_requests per DP worker, req_to_token slots).
-
-    <=0.5.9 tp_worker.py / model_runner.py::ModelRunner.initialize: the 2048-4096 estimate sizes req_to_token,
-    an explicit value is used as is (// attn dp); 0.5.10-0.5.13 _resolve_max_num_reqs caps an explicit value at
-    the estimate; 0.5.14+ KVCacheConfigurator.resolve_max_num_reqs caps it at tokens // 2."""
-    estimated = min(max(int(tokens / max(ctx, 1) * 512), 2048), 4096)
-    if args.max_running_requests:
-        user = max(1, args.max_running_requests // args.attn_dp_size)
-        if rules.max_running_rule == "pool":
-            return user, user
-        mrr = min(user, estimated) if rules.max_running_rule == "cap-estimate" else min(user, tokens // 2)
-        return mrr, mrr
-    if rules.max_running_rule == "pool":
-        return min(tokens // 2, estimated), estimated
-    mrr = min(estimated, tokens // 2)
-    return mrr, mrr
-
-
 def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLangRules, version: str,
              weights_gib: float | None = None, free_gib: float | None = None) -> GpuPool:
     notes: list[str] = []
+    if model.is_mla and (why := mla_layout_problem(version, args.unknown_flags)):
+        raise KvplanError(f"{why}; kvplan does not model that layout",
+                          "plan the MLA layout: add --enable-mla (0.3.0) or drop --disable-mla")
     cell = compute_cell(model, args)
     ctx = args.context_length or model.context_len
     try:
@@ -106,18 +90,23 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     if args.mem_fraction_static is not None:
         mfs, mfs_src = args.mem_fraction_static, "--mem-fraction-static"
     else:
+        assert d is not None  # without the version's default an explicit fraction was required above
         mfs, mfs_src = d.mem_fraction_static, f"SGLang {version} default ({d.rule})"
     ranks_node = min(args.world_size, cluster.gpus_per_node)
     if free_gib is not None:
         p_bytes = int(free_gib * GiB)
         notes.append(f"free memory before weights P = {free_gib} GiB per rank (--free-gib)")
     else:
-        p_bytes = cluster.gpu_mem_bytes - cal.baseline_overhead_bytes(ranks_node)
-        notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank: GPU total minus "
-                     f"{cal.baseline_overhead_bytes(ranks_node) / GiB:.2f} GiB CUDA context and NCCL buffers "
-                     "(calibrated on real logs; --free-gib sets it)")
-    w_bytes, w_src = weights_per_rank(model, args.tp_size, args.pp_size, args.attn_tp_size, weights_gib)
-    notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
+        base = cal.baseline_overhead(cluster.gpu_name, ranks_node)
+        p_bytes = cluster.gpu_mem_bytes - base.value_bytes
+        notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank "
+                     f"({(cluster.gpu_mem_bytes - base.high_bytes) / GiB:.2f}-"
+                     f"{(cluster.gpu_mem_bytes - base.low_bytes) / GiB:.2f}): GPU total minus "
+                     f"{base.value_gib:.2f} GiB context and communicators ({base.source}; --free-gib sets it)")
+    from kvplan.engines.sglang.weights import plan_weights
+
+    w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
+    notes.extend(w_notes)
     slack = int(p_bytes * (1 - mfs))
     mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0
     rest = p_bytes - w_bytes - slack - mm_res
@@ -140,13 +129,14 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     swa_tokens = None
     if cell.hybrid_swa:
         swa_tokens = int(args.swa_full_tokens_ratio * tokens) // page * page
-    mrr, slots = _max_running(tokens, ctx, args, rules) if tokens else (0, 0)
+    rp = req_pool(tokens, ctx, args, rules)  # req_pool.py: per-version sizing of max_running / req_to_token
+    mrr, slots = rp.max_running_requests, rp.rows
     if mamba_slots is not None and tokens:
         ratio = 1 if args.disable_radix_cache else 5  # extra_buffer strategy with the overlap scheduler
         mrr = min(mrr, max(1, mamba_slots // ratio))
-    r2t = (slots + 1) * (ctx + 4) * 4 if tokens else 0
+    r2t = rp.bytes
     # every KV buffer has one extra page (slot 0 absorbs padded writes)
-    if cell.hybrid_swa:
+    if cell.hybrid_swa and swa_tokens is not None:
         pool = ((tokens + page) * cell.full_layer_bytes * cell.n_full
                 + (swa_tokens + page) * cell.swa_layer_bytes * cell.n_swa)
     else:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version, select_row
-from kvplan.errors import UnknownVersion
+from kvplan.engines.versions import Version, installed_version, require_known, select_row
 
-OLDEST = "0.4.0"
+OLDEST = "0.3.0"
 NEWEST = "0.5.23"  # newest release read (PyPI, 2026-11-29)
 
 
@@ -25,7 +24,9 @@ class SGLangRules:
     host_must_exceed_device: bool  # 0.4.4..0.5.14 assert host > device; 0.5.15+ only warns
     hicache_auto_size: bool  # 0.5.21+: no ratio/size -> ratio fitted to 0.8 of the per-rank budget
     mm_reservation: bool  # 0.5.20+: SGLANG_VLM_CACHE_SIZE_MB (100 MiB) reserved for multimodal models
-    max_running_rule: str  # "pool" (<=0.5.9) | "cap-estimate" (0.5.10-0.5.13) | "cap-half" (0.5.14+)
+    # req_pool.py: "pool-0.3.0" | "pool-ctx8" (0.3.1) | "pool+1" (0.3.1.post2-0.4.6) | "pool" (0.4.7-0.5.9)
+    # | "cap-estimate" (0.5.10-0.5.13) | "cap-half" (0.5.14+)
+    max_running_rule: str
     mamba_padding_slot: bool  # 0.5.23: one padding slot in the Mamba state pool
     hicache_log: str  # format of the host-pool log line
 
@@ -35,7 +36,11 @@ _NEW_LOG = "Allocating kv hierarchical KV host pool: {tokens} tokens, {gb:.2f} G
 # Boundaries read from the wheels on either side of each change (see tests/sglang/test_defaults.py and the
 # reference notes); between two read wheels the older row applies.
 ROWS: tuple[SGLangRules, ...] = (
-    SGLangRules("0.4.0", "whole-host-per-rank", True, True, True, False, False, "pool", False, _OLD_LOG),
+    # model_runner.py::ModelRunner.init_memory_pool + tp_worker.py (v0.3.0, v0.3.1, v0.3.1.post2, v0.4.7 wheels)
+    SGLangRules("0.3.0", "whole-host-per-rank", True, True, True, False, False, "pool-0.3.0", False, _OLD_LOG),
+    SGLangRules("0.3.1", "whole-host-per-rank", True, True, True, False, False, "pool-ctx8", False, _OLD_LOG),
+    SGLangRules("0.3.1.post2", "whole-host-per-rank", True, True, True, False, False, "pool+1", False, _OLD_LOG),
+    SGLangRules("0.4.7", "whole-host-per-rank", True, True, True, False, False, "pool", False, _OLD_LOG),
     SGLangRules("0.5.6", "whole-host-per-rank", False, False, True, False, False, "pool", False, _OLD_LOG),
     SGLangRules("0.5.10", "whole-host-per-rank", False, False, True, False, False, "cap-estimate", False, _OLD_LOG),
     SGLangRules("0.5.14", "whole-host-per-rank", False, False, True, False, False, "cap-half", False, _OLD_LOG),
@@ -58,8 +63,17 @@ def default_version() -> tuple[str, str]:
 
 
 def rules_for(version: str) -> SGLangRules:
-    v = Version(version)
-    if v < Version(OLDEST) or v > Version(NEWEST + ".post99"):
-        raise UnknownVersion(f"SGLang {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
-                             f"pass --engine-version between {OLDEST} and {NEWEST}")
-    return select_row(ROWS, v)
+    return select_row(ROWS, require_known(version, OLDEST, NEWEST, "SGLang"))
+
+
+def mla_layout_problem(version: str, flags: tuple[str, ...]) -> str | None:
+    """Why an MLA model would not get the MLA KV layout here, or None.
+
+    0.3.0: ``model_runner.py::ModelRunner.profile_max_num_token`` uses the MLA cell only with ``--enable-mla``;
+    0.3.1 .. 0.4.x: MLA is the default and ``--disable-mla`` turns it off (the MHA fallback is not modelled).
+    https://github.com/sgl-project/sglang/blob/v0.3.0/python/sglang/srt/model_executor/model_runner.py"""
+    if Version(version) < Version("0.3.1") and "--enable-mla" not in flags:
+        return f"SGLang {version} keeps MLA models in an MHA-style KV layout unless --enable-mla is given"
+    if "--disable-mla" in flags:
+        return "--disable-mla stores MLA models in an MHA-style KV layout"
+    return None

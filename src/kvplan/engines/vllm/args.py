@@ -36,25 +36,27 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--mm-processor-kwargs", S), Flag("--override-generation-config", S), Flag("--async-scheduling", B),
 )
 
-# Environment variables that change memory (read from the command's VAR=value prefix).
-ENV_KEYS = ("VLLM_CPU_KVCACHE_SPACE", "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
-            "LMCACHE_MAX_LOCAL_CPU_SIZE", "LMCACHE_CHUNK_SIZE", "LMCACHE_LOCAL_CPU", "LMCACHE_CONFIG_FILE",
-            "LMCACHE_MAX_LOCAL_DISK_SIZE", "LMCACHE_USE_LAYERWISE", "LMCACHE_SAVE_ONLY_FIRST_RANK")
-
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def human_readable_int(text: str, flag: str = "--kv-cache-memory-bytes") -> int:
     """vllm/utils/argparse_utils.py::human_readable_int: k/m/g/t decimal, K/M/G/T binary, plain ints and
-    scientific notation as Python's int(float()) would take them."""
+    scientific notation as Python's int(float()) would take them. Finite and under 2^60 (kvplan.validate)."""
+    from kvplan import validate as val
+
     t = str(text).strip()
+    hint = "use e.g. 8G (GiB), 8g (GB) or 8589934592" if "memory" in flag else "use e.g. 32768 or 32k"
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", t)
-    if m:
-        return int(float(m.group(1)) * _SUFFIX[m.group(2)])
     try:
-        return int(t) if t.lstrip("-").isdigit() else int(float(t))
+        if m:
+            value: float | int = float(m.group(1)) * _SUFFIX[m.group(2)]
+        else:
+            value = int(t) if t.lstrip("-").isdigit() else float(t)
     except ValueError:
-        raise KvplanError(f"{flag} {text!r} is not a byte count", "use e.g. 8G (GiB), 8g (GB) or 8589934592") from None
+        raise KvplanError(f"{flag} {text!r} is not a byte count", hint) from None
+    if not -val.MAX_BYTES < value < val.MAX_BYTES:  # also NaN and inf
+        raise KvplanError(f"{flag} {text!r} is not a finite count under 2^60", hint)
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class VLLMArgs:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     dtype: str = "auto"
+    quantization: str | None = None  # --quantization (online fp8 changes the weights held)
+    enable_expert_parallel: bool = False  # experts split over DP×TP ranks (layers/fused_moe/config.py)
     enforce_eager: bool = False
     swap_space: float | None = None
     cpu_offload_gb: float = 0.0
@@ -99,9 +103,48 @@ class VLLMArgs:
         return (self.kv_transfer_config or {}).get("kv_connector")
 
 
-def _positive_int(name: str, v: Any) -> None:
-    if v is not None and (not isinstance(v, int) or v < 1):
-        raise KvplanError(f"{name} must be a positive integer, got {v}", "fix it in the launch command")
+def _check_numbers(v: dict[str, Any]) -> None:
+    """Every numeric flag through kvplan.validate: finite, in vLLM's range, a sane magnitude."""
+    from kvplan import validate as val
+
+    hint = "fix it in the launch command"
+    for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size"):
+        if v.get(k) is not None:
+            v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_RANKS, hint)
+    for k in ("block_size", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks_override",
+              "max_seq_len_to_capture"):
+        if v.get(k) is not None:
+            v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_TOKENS, hint)
+    if v.get("gpu_memory_utilization") is not None:
+        v["gpu_memory_utilization"] = val.fraction("--gpu-memory-utilization", v["gpu_memory_utilization"], hint)
+    if "kv_cache_memory_bytes" in v:
+        v["kv_cache_memory_bytes"] = human_readable_int(v["kv_cache_memory_bytes"])
+        val.size_bytes("--kv-cache-memory-bytes", v["kv_cache_memory_bytes"], positive=True, hint=hint)
+    mml = v.get("max_model_len")
+    if mml is not None:
+        v["max_model_len"] = None if str(mml) in ("auto", "-1") else human_readable_int(mml, "--max-model-len")
+        if v["max_model_len"] is not None:
+            val.count("--max-model-len", v["max_model_len"], 1, val.MAX_TOKENS, hint)
+    for k in ("swap_space", "cpu_offload_gb", "kv_offloading_size"):
+        if v.get(k) is not None:
+            v[k] = val.gib("--" + k.replace("_", "-"), v[k], hint=hint)
+
+
+def _check_env(env: dict[str, str]) -> None:
+    """The memory-deciding environment values (the command's VAR=value prefix)."""
+    from kvplan import validate as val
+
+    if "VLLM_CPU_KVCACHE_SPACE" in env:
+        s = env["VLLM_CPU_KVCACHE_SPACE"]
+        if s and not s.isdigit():
+            raise KvplanError(f"VLLM_CPU_KVCACHE_SPACE={s!r}: vLLM-CPU takes a whole number of GiB",
+                              "e.g. VLLM_CPU_KVCACHE_SPACE=4")
+        if s:
+            val.gib("VLLM_CPU_KVCACHE_SPACE", int(s), hint="e.g. VLLM_CPU_KVCACHE_SPACE=4")
+    if "LMCACHE_MAX_LOCAL_CPU_SIZE" in env:
+        val.gib("LMCACHE_MAX_LOCAL_CPU_SIZE", env["LMCACHE_MAX_LOCAL_CPU_SIZE"], hint="GiB per rank, e.g. 20")
+    if env.get("LMCACHE_CHUNK_SIZE"):
+        val.count("LMCACHE_CHUNK_SIZE", env["LMCACHE_CHUNK_SIZE"], 1, val.MAX_TOKENS, "e.g. 256")
 
 
 def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
@@ -110,39 +153,27 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
     if cmd.program[-1] == "serve" and p.positionals:
         v.setdefault("model", p.positionals[0])  # `vllm serve MODEL`
     v.setdefault("model", None)
-    for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "block_size", "max_num_seqs",
-              "max_num_batched_tokens", "num_gpu_blocks_override"):
-        _positive_int("--" + k.replace("_", "-"), v.get(k))
-    gmu = v.get("gpu_memory_utilization")
-    if gmu is not None and not 0 < gmu <= 1:
-        raise KvplanError(f"--gpu-memory-utilization {gmu} is out of range (0, 1]", "fix it in the launch command")
-    if "kv_cache_memory_bytes" in v:
-        v["kv_cache_memory_bytes"] = human_readable_int(v["kv_cache_memory_bytes"])
-        if v["kv_cache_memory_bytes"] <= 0:
-            raise KvplanError("--kv-cache-memory-bytes must be positive")
-    mml = v.get("max_model_len")
-    if mml is not None:
-        v["max_model_len"] = None if str(mml) in ("auto", "-1") else human_readable_int(mml, "--max-model-len")
-        if v["max_model_len"] is not None and v["max_model_len"] < 1:
-            raise KvplanError(f"--max-model-len {mml} must be positive")
-    for k in ("swap_space", "cpu_offload_gb", "kv_offloading_size"):
-        if v.get(k) is not None and v[k] < 0:
-            raise KvplanError(f"--{k.replace('_', '-')} must be >= 0, got {v[k]}")
+    _check_numbers(v)
     if "kv_transfer_config" in v:
         try:
             ktc = json.loads(v["kv_transfer_config"])
         except json.JSONDecodeError as e:
             raise KvplanError(f"--kv-transfer-config is not valid JSON ({e.msg} at column {e.colno})",
                               "quote it: --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'") from None
+        except RecursionError:
+            raise KvplanError("--kv-transfer-config is nested too deeply") from None
         if not isinstance(ktc, dict):
             raise KvplanError("--kv-transfer-config must be a JSON object")
         v["kv_transfer_config"] = ktc
     env = {k: cmd.env[k] for k in cmd.env}
-    if "VLLM_CPU_KVCACHE_SPACE" in env:
-        s = env["VLLM_CPU_KVCACHE_SPACE"]
-        if s and not s.isdigit():
-            raise KvplanError(f"VLLM_CPU_KVCACHE_SPACE={s!r}: vLLM-CPU takes a whole number of GiB",
-                              "e.g. VLLM_CPU_KVCACHE_SPACE=4")
+    _check_env(env)
+    extra = (v.get("kv_transfer_config") or {}).get("kv_connector_extra_config")
+    if isinstance(extra, dict):
+        for key in ("lmcache.max_local_cpu_size", "max_local_cpu_size"):
+            if key in extra:
+                from kvplan import validate
+
+                validate.gib(f"--kv-transfer-config kv_connector_extra_config {key}", extra[key])
     fields = VLLMArgs.__dataclass_fields__
     kwargs = {k: val for k, val in v.items() if k in fields}
     by_key = {f.key: f.name for f in FLAGS}

@@ -4,79 +4,198 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kvplan.engines.cmdline import LaunchCommand
+from kvplan.engines.base import Engine
+from kvplan.engines.cmdline import Flag, LaunchCommand
+from kvplan.engines.levers import LeverInputs, LeverSpec
+from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import host as hosts
+from kvplan.engines.vllm import launch, server
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
+from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.profile import batch_defaults, engine_kind
+from kvplan.engines.vllm.profiled import ProfileInputs
+from kvplan.engines.vllm.rules import NEWEST
+from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
 from kvplan.errors import KvplanError
-from kvplan.models.weights import checkpoint_weights
+from kvplan.logs.facts import LogFacts
 from kvplan.options import PlanOptions
-from kvplan.result import NodePlan, Plan, RankPlan, ReplicaPlan
+from kvplan.result import (
+    ClusterSummary,
+    HostFix,
+    ModelSummary,
+    NodePlan,
+    Plan,
+    RankPlan,
+    ReplicaPlan,
+    UtilizationBudget,
+)
 from kvplan.units import GiB
 
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
 HOST_RESERVE_BYTES = 10 * GiB  # kvplan keeps this much host memory free for the OS (vLLM/LMCache check nothing)
 
 
-def _default_batched_tokens(args: VLLMArgs, gpu_mib: int | None, gpu_name: str, max_model_len: int,
-                            is_mla: bool) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) for `vllm serve` (engine/arg_utils.py::get_batch_defaults)."""
-    world = args.world_size
-    if args.is_cpu:
-        mnbt, seqs = 2048 * world, 128 * world
-    elif gpu_mib and gpu_mib * 2**20 >= 160 * GiB:
-        mnbt, seqs = 16384, 1024
-    elif gpu_mib and gpu_mib * 2**20 >= 70 * GiB and "a100" not in gpu_name.lower():
-        mnbt, seqs = 8192, 1024
-    else:
-        mnbt, seqs = 2048, 256
-    seqs = args.max_num_seqs or seqs
-    if args.max_num_batched_tokens:
-        return args.max_num_batched_tokens, seqs
-    if args.is_cpu and is_mla:  # MLA on CPU disables chunked prefill: max(max_model_len, default)
-        mnbt = max(max_model_len, mnbt)
-    return min(seqs * max_model_len, mnbt), seqs
-
-
-def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> dict | None:
+def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers)."""
     if not tiers:
         return None
     big = max(tiers, key=lambda t: t.node_bytes)
     room = (host_bytes - HOST_RESERVE_BYTES - sum(t.node_bytes for t in tiers if t is not big)) * 0.8
     f = big.fix
-    per = room / max(1, f.get("ranks", 1)) if f.get("per") == "rank" else room
+    if f is None:
+        return None
+    per = room / max(1, f.ranks) if f.per == "rank" else room
     gib = per / GiB
-    if f.get("pow2") and gib >= 2:
+    if f.pow2 and gib >= 2:
         gib = 2 ** math.floor(math.log2(gib)) - 1  # size + 4 KiB must stay under the power of two
     value = max(0, math.floor(gib))
-    name = f.get("env") or f.get("flag")
-    scope = "GiB per rank" if f.get("per") == "rank" else "GiB in total for the engine"
+    name = f.setting
+    scope = "GiB per rank" if f.per == "rank" else "GiB in total for the engine"
     if value <= 0:
-        return {"text": f"the node has no room for {name}: remove it", "flags": {name: None}}
-    return {"text": f"{name}={value} ({scope}; {f.get('ranks', 1)} rank(s) allocate it, 0.8 of the host left after "
-                    "a 10 GiB OS reserve)", "flags": {name: str(value)}}
+        return HostFix(f"the node has no room for {name}: remove it", {name: None})
+    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it, 0.8 of the host left after "
+                   "a 10 GiB OS reserve)", {name: str(value)})
 
 
-class VLLMEngine:
+class VLLMEngine(Engine):
     name = "vllm"
-
-    def matches(self, cmd: LaunchCommand) -> bool:
-        return cmd.runs(MODULES, "vllm")
+    display_name = "vLLM"
+    modules = MODULES
+    cli = "vllm"
+    launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
+    findings_package = "kvplan.engines.vllm.findings"
+    newest_version = NEWEST
+    launch_markers = launch.LAUNCH_MARKERS
+    startup_phases = launch.PHASES
+    log_signature = launch.SIGNATURE
+    process_titles = launch.PROCESS_TITLES
+    shm_prefixes = launch.SHM_PREFIXES
+    default_port = 8000
+    bare_openai_server = True
+    metrics = server.METRICS
 
     def parse(self, cmd: LaunchCommand) -> VLLMArgs:
         return parse_vllm(cmd)
 
+    def flag_table(self) -> tuple[Flag, ...]:
+        return FLAGS
+
+    def default_version(self) -> tuple[str, str]:
+        from kvplan.engines.vllm.rules import default_version
+
+        return default_version()
+
+    def launch_model(self, cmd: LaunchCommand) -> str | None:
+        return parse_vllm(cmd).model
+
+    def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
+        from kvplan.engines.vllm import sliders as page
+
+        return page.flags(sliders)
+
+    def slider_view(self, plan: Plan) -> SliderView:
+        from kvplan.engines.vllm import sliders as page
+
+        return page.view(plan)
+
+    def startup_free_bytes(self, gpu_total_bytes: int) -> int | None:
+        from kvplan.engines.vllm.startup import free_at_startup_bytes
+
+        return free_at_startup_bytes(gpu_total_bytes)
+
+    def serving_dialect(self) -> ServingDialect:
+        from kvplan.engines.vllm import serving
+
+        return serving
+
+    def log_dialect(self) -> StartupDialect:
+
+        from kvplan.engines.vllm import log
+
+        return log
+
+    def launch_argv(self, model: str, flags: Sequence[str]) -> list[str]:
+        return ["vllm", "serve", model, *flags]
+
+    def log_flags(self, args: Mapping[str, Any]) -> list[str]:
+
+        from kvplan.engines.vllm import from_log
+
+        return from_log.log_flags(args)
+
+    def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
+
+        from kvplan.engines.vllm import from_log
+
+        return from_log.observed_inputs(facts, missing)
+
+    def logged_kv_tokens(self, plan: Plan) -> int:
+        return plan.per_replica.kv_tokens  # "GPU KV cache size": one engine (the minimum across its workers)
+
+    def observed_kv_tokens(self, facts: LogFacts, plan: Plan | None) -> int | None:
+        tokens = super().observed_kv_tokens(facts, plan)
+        if tokens is None and facts.gpu_blocks and plan is not None:  # V0 prints blocks, not tokens
+            tokens = facts.gpu_blocks * vllm_settings(plan).block_size
+        return tokens
+
+    def observed_extra(self, facts: LogFacts) -> dict[str, Any]:
+        return {"kv_blocks": facts.gpu_blocks, "max_concurrency": facts.max_concurrency,
+                "concurrency_len": facts.concurrency_len}
+
+    def predicted_extra(self, plan: Plan) -> dict[str, Any]:
+        return {"kv_blocks": plan.per_rank.kv_blocks, "max_concurrency": plan.per_replica.max_concurrency}
+
+    def compare(self, facts: LogFacts, plan: Plan) -> list[Comparison]:
+
+        from kvplan.engines.vllm import compare
+
+        return compare.compare(facts, plan)
+
+    def server_facts(self, info: Mapping[str, Any], cache_config: Mapping[str, str],
+                     models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
+        return server.server_facts(cache_config, models, ignored)
+
+    def running_cap(self, plan: Plan) -> int | None:
+        return vllm_settings(plan).max_num_seqs
+
+    def pool_scope(self, plan: Plan) -> str:
+        return "per engine"
+
+    def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+        from kvplan.engines.vllm import levers
+
+        return levers.levers(inputs, skipped)
+
+    def kv_cache_on_host(self, plan: Plan) -> tuple[str, str] | None:
+        return launch.kv_cache_on_host(plan)
+
+    def resize_kv_cache_on_host(self, plan: Plan, gib_per_rank: int) -> tuple[str, str]:
+        return launch.resize_kv_cache_on_host(plan, gib_per_rank)
+
+    def report_rows(self, plan: Plan) -> list[tuple[str, str, str]]:
+
+        from kvplan.engines.vllm import report
+
+        return report.rank_rows(plan)
+
+    def describe_host_tiers(self, plan: Plan) -> list[str]:
+
+        from kvplan.engines.vllm import report
+
+        return report.host_tiers(plan)
+
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
         from kvplan.engines.vllm.installed import installed_vllm
         from kvplan.engines.vllm.rules import default_version, rules_for
+        from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
-        from kvplan.models.weights import weights_per_rank
 
         args = args or parse_vllm(cmd)
         here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
@@ -116,26 +235,35 @@ class VLLMEngine:
             block, bsrc = 64, "FlashMLA block size (backend-dependent: CUTLASS MLA uses 128)"
         else:
             block, bsrc = rules.default_block_size, "CacheConfig default"
-        kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, args.dtype)
+        platform, cc = platform_of(cluster.gpu_name, args.is_cpu)
+        mdt = resolve_dtype(version, args.dtype, model.dtype, model.model_type, platform, cc)
+        kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, mdt)
         stages = layer_specs(model, args, block, kv_bytes)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
         exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
                             or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
         try:
-            w_bytes, w_src = weights_per_rank(model, args.tensor_parallel_size, args.pipeline_parallel_size,
-                                              None, options.weights_gib)
+            w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
         except KvplanError:
             if not exact_budget:
                 raise
-            w_bytes, w_src = 0, "unknown (not needed: the KV memory is given)"
+            w_bytes, w_notes = 0, ("weights unknown (not needed: the KV memory is given)",)
         w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
-        notes.append(f"weights {w_bytes / GiB:.2f} GiB per rank from {w_src}")
+        notes.extend(w_notes)
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
+        kind = engine_kind(version, args.env)
+        batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
+                               gpu_bytes=cluster.gpu_mem_bytes, gpu_name=cluster.gpu_name, max_model_len=max_len,
+                               is_mla=model.is_mla, is_multimodal=model.is_multimodal,
+                               has_sliding_window=model.n_swa_layers > 0, platform=platform,
+                               mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
+        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes)
         b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
-                   rules.kv_cache_memory_bytes_flag, options.kv_memory_gib)
+                   rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
+        notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
         notes.extend(b.notes)
-        mnbt, seqs = _default_batched_tokens(args, cluster.gpu_mem_mib, cluster.gpu_name, max_len, model.is_mla)
+        mnbt, seqs = batch.tokens, batch.seqs
         batches = args.pipeline_parallel_size if args.is_cpu else (2 if args.pipeline_parallel_size == 1
                                                                    else args.pipeline_parallel_size)
         cap = capacity(layout, b.available_bytes, block, max_len, batches * mnbt, rules.capacity_formula,
@@ -147,10 +275,9 @@ class VLLMEngine:
         node_host = sum(t.node_bytes for t in tiers)
         tier0 = tiers[0] if tiers else None
         rank = RankPlan(
-            weights_bytes=w_bytes, baseline_free_bytes=(b.requested_bytes or 0),
-            kv_bytes_per_token=layout.bytes_per_block // block, kv_tokens=cap.kv_tokens,
-            kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, headroom_bytes=0,
-            max_running_requests=seqs, host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
+            weights_bytes=w_bytes, kv_bytes_per_token=layout.bytes_per_block // block, kv_tokens=cap.kv_tokens,
+            kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, max_running_requests=seqs,
+            budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
             host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
             host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks)
         node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
@@ -163,33 +290,29 @@ class VLLMEngine:
                               avg_tokens=options.avg_tokens, requests_fit=fit, max_running_requests=seqs,
                               replicas=args.data_parallel_size,
                               max_concurrency=cap.max_concurrency)
-        settings: dict[str, Any] = {
-            "platform": "cpu" if args.is_cpu else "cuda", "gpu_memory_utilization": gmu,
-            "kv_budget_bytes_per_rank": b.available_bytes, "kv_budget_source": b.source, "kv_budget_exact": b.exact,
-            "requested_bytes_per_rank": b.requested_bytes, "non_kv_bytes_per_rank": b.non_kv_bytes,
-            "block_size": block, "block_size_source": bsrc, "kv_cache_dtype": kv_label,
-            "max_model_len": max_len, "max_num_batched_tokens": mnbt, "max_num_seqs": seqs,
-            "kv_cache_groups": layout.num_groups, "bytes_per_block": layout.bytes_per_block,
-            "blocks_per_request": cap.blocks_per_request, "one_request_bytes": per_req_bytes,
-            "tensor_parallel_size": args.tensor_parallel_size, "pipeline_parallel_size": args.pipeline_parallel_size,
-            "data_parallel_size": args.data_parallel_size, "context_len": max_len,
-            "kv_heads_per_rank": 1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
-            "layers_per_rank": max(len(s) for s in stages), "attn_tp_size": args.tensor_parallel_size,
-            "host_tiers": [{"name": t.name, "flag": t.flag, "meaning": t.meaning,
-                            "per_rank_bytes": list(t.per_rank_bytes),
-                            "pinned_per_rank_bytes": list(t.pinned_per_rank_bytes), "node_bytes": t.node_bytes,
-                            "tokens_per_rank": t.tokens_per_rank, "shm_bytes": t.shm_bytes, "notes": list(t.notes),
-                            "shared": t.shared_bytes is not None,
-                            "fix": t.fix} for t in tiers],
-            "host_fix": _host_fix(tiers, cluster.host_mem_bytes),
-            "swap_space": rules.swap_space, "flags_given": list(args.flags_given),
-            "unknown_flags": list(args.unknown_flags), "unmodeled": [], "world_size": args.world_size,
-            "model_path": args.model, "engine_rules": {"capacity_formula": rules.capacity_formula},
-            "checkpoint_weights_bytes_per_rank": checkpoint_weights(model, args.tensor_parallel_size,
-                                                                    args.pipeline_parallel_size),
-        }
-        return Plan(engine="vllm", engine_version=version, version_source=vsrc, command=cmd.text(),
-                    model=model.summary(), cluster=cluster.summary(), per_rank=rank, per_node=node,
+        settings = VLLMSettings(
+            platform="cpu" if args.is_cpu else "cuda", gpu_memory_utilization=gmu,
+            kv_budget_bytes_per_rank=b.available_bytes, kv_budget_source=b.source, kv_budget_exact=b.exact,
+            requested_bytes_per_rank=b.requested_bytes, non_kv_bytes_per_rank=b.non_kv_bytes,
+            kv_budget_range_bytes_per_rank=b.available_range_bytes, kv_budget_terms=b.terms, engine_kind=kind,
+            block_size=block, block_size_source=bsrc, kv_cache_dtype=kv_label,
+            model_dtype=mdt.name, model_dtype_source=mdt.reason,
+            max_model_len=max_len, max_num_batched_tokens=mnbt, max_num_seqs=seqs,
+            kv_cache_groups=layout.num_groups, bytes_per_block=layout.bytes_per_block,
+            blocks_per_request=cap.blocks_per_request, one_request_bytes=per_req_bytes,
+            tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size,
+            data_parallel_size=args.data_parallel_size, context_len=max_len,
+            kv_heads_per_rank=1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
+            layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
+            host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
+            swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
+            unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
+            model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
+            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
+        )
+        return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
+                    model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                    per_rank=rank, per_node=node,
                     per_replica=replica, settings=settings,
                     assumptions=tuple(notes))
 
@@ -217,9 +340,6 @@ class VLLMEngine:
         if args.swap_space and rules.swap_space == "allocates":
             tiers.append(hosts.swap_tier(args, ranks_node, bytes_per_block))
         return tiers
-
-    def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes: Any) -> Plan:
-        return self.plan(cmd, options, replace(parse_vllm(cmd), **changes))
 
     def rewrite(self, cmd: LaunchCommand, flags: dict[str, str | None]) -> str:
         from kvplan.engines.cmdline import rewrite_flags

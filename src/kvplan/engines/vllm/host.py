@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.units import GiB
@@ -29,6 +30,22 @@ def pow2(n: int) -> int:
 
 
 @dataclass(frozen=True)
+class TierFix:
+    """How a host tier is resized: the flag or env var, its unit, and how many ranks allocate it."""
+
+    setting: str  # "--kv-offloading-size" or "LMCACHE_MAX_LOCAL_CPU_SIZE"
+    env: bool  # an environment variable, not a flag
+    unit: int  # bytes of one unit of the setting (GiB)
+    per: str  # "rank" | "engine": the scope of the user's number
+    ranks: int  # ranks on the node that allocate it
+    pow2: bool  # the allocator pins size + 4 KiB rounded up to a power of two
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"env" if self.env else "flag": self.setting, "unit": self.unit, "per": self.per, "ranks": self.ranks,
+                "pow2": self.pow2}
+
+
+@dataclass(frozen=True)
 class HostTier:
     name: str  # kv-offloading-native | lmcache | cpu-offload | swap-space
     flag: str  # the flag or env var the user sets
@@ -38,12 +55,19 @@ class HostTier:
     tokens_per_rank: int | None = None
     notes: tuple[str, ...] = ()
     shm_bytes: int = 0  # /dev/shm region this tier needs on the node
-    fix: dict = field(default_factory=dict)  # how to size it: {"flag": ..., "unit_bytes": ..., "scope": ...}
+    fix: TierFix | None = None  # how to size it (the flag or env var, its unit and scope)
     shared_bytes: int | None = None  # one region shared by the node's ranks (counted once, not per rank)
 
     @property
     def node_bytes(self) -> int:
         return self.shared_bytes if self.shared_bytes is not None else sum(self.pinned_per_rank_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "flag": self.flag, "meaning": self.meaning,
+                "per_rank_bytes": list(self.per_rank_bytes), "pinned_per_rank_bytes": list(self.pinned_per_rank_bytes),
+                "node_bytes": self.node_bytes, "tokens_per_rank": self.tokens_per_rank, "shm_bytes": self.shm_bytes,
+                "notes": list(self.notes), "shared": self.shared_bytes is not None,
+                "fix": self.fix.to_dict() if self.fix else {}}
 
 
 def _lmcache_size_gib(args: VLLMArgs) -> tuple[float, str]:
@@ -70,13 +94,13 @@ def lmcache_tier(args: VLLMArgs, ranks_node: int, is_mla: bool, chunk_bytes_per_
                  "lmcache.cuda_ops does not load (LMCache 0.5.6 mem_alloc.alloc_pinned_ptr)")
     tokens = (size // (chunk_bytes_per_token * LMCACHE_CHUNK)) * LMCACHE_CHUNK if chunk_bytes_per_token else None
     return HostTier("lmcache", "LMCACHE_MAX_LOCAL_CPU_SIZE", "GiB per rank (LMCache)", per_rank, pinned, tokens,
-                    tuple(notes), fix={"env": "LMCACHE_MAX_LOCAL_CPU_SIZE", "unit": GiB, "per": "rank",
-                                       "ranks": 1 if first_only else ranks_node, "pow2": True})
+                    tuple(notes), fix=TierFix("LMCACHE_MAX_LOCAL_CPU_SIZE", True, GiB, "rank",
+                                              1 if first_only else ranks_node, True))
 
 
 def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ranks_node: int,
                 mla_replicated: bool) -> HostTier:
-    total = int(args.kv_offloading_size * GiB)
+    total = int((args.kv_offloading_size or 0.0) * GiB)
     world = args.world_size
     copies = 1 if mla_replicated else world  # MLA replicated layout keeps one copy for all TP ranks
     align = getattr(rules, "native_offload_chunk_align", 4096) or 1
@@ -103,7 +127,7 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
         per_rank = pinned = (slot,) * ranks
     return HostTier("kv-offloading-native", "--kv-offloading-size", "GiB in total per engine (all TP×PP ranks)",
                     per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm, shared_bytes=shared,
-                    fix={"flag": "--kv-offloading-size", "unit": GiB, "per": "engine", "ranks": 1, "pow2": False})
+                    fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False))
 
 
 def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
@@ -113,12 +137,12 @@ def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
                     (pinned,) * ranks_node, None,
                     ("weights offloaded to pinned host memory; host RSS observed up to ~1.9× the request "
                      "(vLLM #56410, torch's pinned allocator)",),
-                    fix={"flag": "--cpu-offload-gb", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})
+                    fix=TierFix("--cpu-offload-gb", False, GiB, "rank", ranks_node, False))
 
 
 def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier:
-    b = int(args.swap_space * GiB)
+    b = int((args.swap_space or 0.0) * GiB)
     blocks = b // bytes_per_block if bytes_per_block else 0
     return HostTier("swap-space", "--swap-space", "GiB per GPU (V0 pinned CPU blocks)", (b,) * ranks_node,
                     (b,) * ranks_node, None, (f"V0: {blocks:,} CPU blocks per worker",),
-                    fix={"flag": "--swap-space", "unit": GiB, "per": "rank", "ranks": ranks_node, "pow2": False})
+                    fix=TierFix("--swap-space", False, GiB, "rank", ranks_node, False))

@@ -9,34 +9,27 @@ which overrides ``--kv-cache-memory-bytes``.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from kvplan.engines.vllm.args import VLLMArgs
+from kvplan.engines.vllm.dtype import ModelDtype
 from kvplan.engines.vllm.kvcache import LayerSpec
+from kvplan.engines.vllm.profiled import ProfileInputs
+from kvplan.engines.vllm.terms import Budget, BudgetTerm
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
 from kvplan.units import GiB
 
-# torch.cuda.mem_get_info total is below nvidia-smi's memory.total (driver reserve): H100 81,559 MiB ->
-# about 79.2 GiB (reference notes 1.1); RTX 4090 24,564 MiB -> 23.65 GiB (vllm issue 13061).
-DRIVER_RESERVE_BYTES = int(0.45 * GiB)
-NON_TORCH_TP1 = int(0.25 * GiB)  # e.g. "non_torch_memory takes 0.20GiB" (PR #14447), 0.25 (issue #13061)
-NON_TORCH_PER_RANK = int(0.1 * GiB)  # NCCL buffers grow with TP (estimate)
-CUDAGRAPH_ESTIMATE = int(0.5 * GiB)  # "Estimated CUDA graph memory: 0.17-0.36 GiB" for small models (estimate)
+__all__ = ["Budget", "BudgetTerm", "budget", "kv_dtype_bytes", "layer_specs", "pp_layer_ranges"]
 
 
-def kv_dtype_bytes(kv_cache_dtype: str, model: ModelSpec, dtype: str = "auto") -> tuple[int, str]:
+def kv_dtype_bytes(kv_cache_dtype: str, model: ModelSpec, model_dtype: ModelDtype) -> tuple[int, str]:
+    """Bytes of one KV element: ``--kv-cache-dtype`` (config/cache.py CacheDType), "auto" = the checkpoint's fp8
+    KV scheme if it declares one, else the model dtype vLLM resolved (``dtype.resolve_dtype``)."""
     d = (kv_cache_dtype or "auto").lower()
     if d == "auto":
         if model.kv_cache_fp8:
             return 1, "fp8 (auto: checkpoint kv_cache_scheme)"
-        if dtype not in ("auto", None):
-            from kvplan.models.spec import DTYPE_BYTES
-
-            return DTYPE_BYTES.get(dtype, model.dtype_bytes), f"{dtype} (--dtype)"
-        return model.dtype_bytes, f"{model.dtype} (auto: model dtype)"
+        return model_dtype.bytes, f"{model_dtype.name} (auto: model dtype, {model_dtype.reason})"
     if d in ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"):
         return 1, d
     if d in ("bfloat16", "float16", "half", "bf16", "fp16"):
@@ -80,52 +73,46 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
     return stages
 
 
-@dataclass(frozen=True)
-class Budget:
-    available_bytes: int  # per rank, for the KV cache
-    source: str
-    exact: bool  # True when the engine takes the number as given (no profiling)
-    requested_bytes: int | None = None  # ceil(total × utilization)
-    non_kv_bytes: int | None = None
-    cudagraph_bytes: int = 0
-    weights_bytes: int = 0
-    notes: tuple[str, ...] = ()
+def _exact(available: int, source: str, weights_bytes: int) -> Budget:
+    return Budget(available, source, True, weights_bytes=weights_bytes)
 
 
 def budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster | None, gmu: float, cudagraph_default: bool,
-           weights_bytes: int, kv_memory_flag: bool, kv_memory_gib: float | None = None) -> Budget:
+           weights_bytes: int, kv_memory_flag: bool, kv_memory_gib: float | None = None, *,
+           profile: ProfileInputs | None = None) -> Budget:
+    """The KV memory of one rank.
+
+    Exact when given: ``--kv-memory-gib`` (a log's figure), ``VLLM_CPU_KVCACHE_SPACE`` (whole GiB; overrides
+    ``--kv-cache-memory-bytes`` on CPU), ``--kv-cache-memory-bytes`` (0.10.2+). Otherwise, from
+    ``--gpu-memory-utilization`` (``v1/worker/gpu_worker.py::Worker.determine_available_memory``; V0
+    ``worker/worker.py::Worker.determine_num_available_blocks``)::
+
+        available = ceil((nvidia-smi total − reserve) × gmu) − weights − activation peak − non-torch
+                    − CUDA-graph estimate (V1 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, default from 0.20)
+
+    each estimated term with its (low, high) range (``BudgetTerm``; ``calibration.py`` cites the figures).
+    """
     if kv_memory_gib is not None:
         if kv_memory_gib < 0:
             raise KvplanError(f"--kv-memory-gib must be >= 0, got {kv_memory_gib}")
-        return Budget(int(kv_memory_gib * GiB), f"--kv-memory-gib {kv_memory_gib:g} (per rank, from a log)", True,
-                      weights_bytes=weights_bytes)
+        return _exact(int(kv_memory_gib * GiB), f"--kv-memory-gib {kv_memory_gib:g} (per rank, from a log)",
+                      weights_bytes)
     if args.is_cpu:
         space = args.env.get("VLLM_CPU_KVCACHE_SPACE")
         if space:  # integer GiB; overrides --kv-cache-memory-bytes (set after CLI parsing)
-            return Budget(int(space) * GiB, f"VLLM_CPU_KVCACHE_SPACE={space} (whole GiB)", True,
-                          weights_bytes=weights_bytes)
+            return _exact(int(space) * GiB, f"VLLM_CPU_KVCACHE_SPACE={space} (whole GiB)", weights_bytes)
         if args.kv_cache_memory_bytes:
-            return Budget(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes", True, weights_bytes=weights_bytes)
+            return _exact(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes", weights_bytes)
         raise KvplanError("vLLM-CPU sizes an automatic KV cache from NUMA node-0 memory minus the worker's RSS, "
                           "which cannot be known before launch",
                           "set VLLM_CPU_KVCACHE_SPACE=GiB or --kv-cache-memory-bytes")
     if args.kv_cache_memory_bytes and kv_memory_flag:
-        return Budget(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes (per GPU)", True,
-                      weights_bytes=weights_bytes)
+        return _exact(args.kv_cache_memory_bytes, "--kv-cache-memory-bytes (per GPU)", weights_bytes)
     if cluster is None:
         raise KvplanError("no GPU given", "pass --gpu NAME or --gpu-mem-mib N")
-    total = cluster.gpu_mem_bytes - DRIVER_RESERVE_BYTES
-    requested = math.ceil(total * gmu)
-    notes = [f"GPU total as torch sees it ≈ nvidia-smi total − {DRIVER_RESERVE_BYTES / GiB:.2f} GiB driver reserve"]
-    non_torch = NON_TORCH_TP1 + NON_TORCH_PER_RANK * (args.world_size - 1)
-    mnbt = args.max_num_batched_tokens or 8192
-    act = int(mnbt * model.hidden_size * 2 * 14)  # residual, qkv, MLP intermediates in bf16 (estimate)
-    graphs = 0 if (args.enforce_eager or not cudagraph_default) else CUDAGRAPH_ESTIMATE
-    non_kv = weights_bytes + act + non_torch
-    notes.append(f"activation peak ≈ {act / GiB:.2f} GiB, non-torch ≈ {non_torch / GiB:.2f} GiB"
-                 + (f", CUDA-graph estimate ≈ {graphs / GiB:.2f} GiB" if graphs else "")
-                 + " (estimates: a startup log's 'Available KV cache memory' replaces them; pin the size with "
-                 "--kv-cache-memory-bytes for an exact plan)")
-    return Budget(requested - non_kv - graphs, f"ceil(total × {gmu}) − non-KV − graphs (estimated)", False,
-                  requested_bytes=requested, non_kv_bytes=non_kv, cudagraph_bytes=graphs, weights_bytes=weights_bytes,
-                  notes=tuple(notes))
+    if profile is None:
+        raise KvplanError("internal: the profile inputs are needed to size the KV cache from "
+                          "--gpu-memory-utilization")
+    from kvplan.engines.vllm.profiled import profiled_budget
+
+    return profiled_budget(model, args, cluster, gmu, cudagraph_default, weights_bytes, profile)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.versions import Version, installed_version, select_row
-from kvplan.errors import UnknownVersion
+from kvplan.engines.versions import installed_version, require_known, select_row
 
 OLDEST = "0.6.0"
 NEWEST = "0.33.0"  # newest release read (PyPI)
@@ -102,60 +101,47 @@ ROWS: tuple[VLLMRules, ...] = (
               "removed", "total-per-engine", "mp-server", True, True, False, 4096, True, 16, True),
 )
 
-# Flags a launch line may carry that the version no longer accepts: flag -> (first version without it, instead).
-# Each boundary read from adjacent wheels (arg_utils.py::EngineArgs.add_cli_args).
-REMOVED_FLAGS: dict[str, tuple[str, str]] = {
-    # present in 0.17.1 wheel, absent in 0.18.0 (notes) and the 0.19.0 wheel
-    "--swap-space": ("0.18.0", "--kv-offloading-size GIB (KV offload to CPU; V1 never used swap space)"),
-    # present in the 0.26.0 wheel, absent in 0.27.0
-    "--max-num-partial-prefills": ("0.27.0", "nothing (partial-prefill limits were removed)"),
-    "--max-long-partial-prefills": ("0.27.0", "nothing (partial-prefill limits were removed)"),
-}
-
-# Removed somewhere between two read wheels (exact release unknown): flag -> (last read with it, first read
-# without it, instead). Kept apart from REMOVED_FLAGS so nothing claims a boundary that was not read.
-REMOVED_FLAGS_UNPINNED: dict[str, tuple[str, str, str]] = {
-    "--use-v2-block-manager": ("0.9.1", "0.17.0", "nothing (v2 was the only block manager)"),
-    "--preemption-mode": ("0.9.1", "0.17.0", "nothing (V1 always preempts by recompute)"),
-    "--num-lookahead-slots": ("0.9.1", "0.17.0", "nothing"),
-    "--num-scheduler-steps": ("0.9.1", "0.17.0", "nothing (multi-step scheduling was V0 only)"),
-    "--max-seq-len-to-capture": ("0.9.1", "0.17.0", "--max-cudagraph-capture-size (closest successor)"),
-    "--cuda-graph-sizes": ("0.9.1", "0.17.0", "--cudagraph-capture-sizes (closest successor)"),
-    "--calculate-kv-scales": ("0.27.0", "0.32.0", "nothing"),
-}
-
-# flag -> first version that accepts it
-ADDED_FLAGS: dict[str, str] = {
-    "--kv-cache-memory-bytes": "0.10.2",  # PR #21489; notes read 0.10.2 (absent in the 0.9.1 wheel)
-    "--kv-offloading-size": "0.11.1",  # notes read 0.11.0/0.11.1
-    "--kv-offloading-backend": "0.11.1",  # no default until 0.14.0 ("native" after)
-}
-
-
 def rules_for(version: str) -> VLLMRules:
-    v = Version(version)
     # any pre/post/local build of NEWEST (0.33.0rc1, 0.33.0.post1, 0.33.0+cu129) keeps NEWEST's rules
-    if v < Version(OLDEST) or v.key[:4] > Version(NEWEST).key[:4]:
-        raise UnknownVersion(f"vLLM {version} is outside what kvplan has read ({OLDEST} .. {NEWEST})",
-                             f"pass --engine-version between {OLDEST} and {NEWEST}")
-    return select_row(ROWS, v)
+    return select_row(ROWS, require_known(version, OLDEST, NEWEST, "vLLM"))
 
 
 def flag_problem(flag: str, version: str) -> str | None:
-    """Why ``flag`` is not accepted by vLLM ``version`` (None when it is, or when kvplan does not know)."""
-    v = Version(version)
+    """Why ``flag`` is not accepted by vLLM ``version`` (None when it is): removed, not added yet, or unknown.
+
+    One source of truth: the flag table generated from the released wheels (engines/vllm/flags.json,
+    scripts/gen_flag_tables.py), read by engines/flagtable.py.
+    """
+    from kvplan.engines.flagtable import check_flags
+
     name = flag.split("=", 1)[0]
-    if name in ADDED_FLAGS and v < Version(ADDED_FLAGS[name]):
-        return f"{name} does not exist yet in vLLM {version} (added in {ADDED_FLAGS[name]})"
-    if name in REMOVED_FLAGS:
-        gone, instead = REMOVED_FLAGS[name]
-        if v >= Version(gone):
-            return f"{name} was removed in vLLM {gone}; use {instead}"
-    if name in REMOVED_FLAGS_UNPINNED:
-        last, gone, instead = REMOVED_FLAGS_UNPINNED[name]
-        if v >= Version(gone):
-            return f"{name} was removed after vLLM {last} (absent in {gone}); use {instead}"
-    return None
+    probs = [p for p in check_flags("vllm", version, [name]) if p.kind in ("removed", "unknown", "ambiguous")]
+    return probs[0].message if probs else None
+
+
+def _table_views() -> dict[str, dict]:
+    """REMOVED_FLAGS {flag: (first version without it, instead)} and ADDED_FLAGS {flag: first version with it},
+    derived from the flag table (kept for callers of the former hand-written lists)."""
+    from kvplan.engines.flagtable import load
+
+    t = load("vllm")
+    removed, added = {}, {}
+    for opt, (first, last, _) in t.history.items():
+        if last < len(t.versions) - 1:
+            info = t.removed.get(opt, {})
+            instead = info.get("replaced_by") or "nothing"
+            if info.get("note"):
+                instead = f"{instead} ({info['note']})"
+            removed[opt] = (t.versions[last + 1], instead)
+        if first > 0:
+            added[opt] = t.versions[first]
+    return {"REMOVED_FLAGS": removed, "ADDED_FLAGS": added, "REMOVED_FLAGS_UNPINNED": {}}
+
+
+def __getattr__(name: str):  # lazy: the table is read only when these are asked for
+    if name in ("REMOVED_FLAGS", "ADDED_FLAGS", "REMOVED_FLAGS_UNPINNED"):
+        return _table_views()[name]
+    raise AttributeError(name)
 
 
 def default_version() -> tuple[str, str]:

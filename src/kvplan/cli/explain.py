@@ -1,0 +1,40 @@
+"""``kvplan explain LOG [options] [-- launch command]``: reconcile a real startup log with the plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+REMOTE_HOST_GIB = 1024.0  # a log's host is not this machine; only host KV pools need it
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.options import add_plan_options, html_option, json_option
+
+    ex = sub.add_parser("explain", help="reconcile a real startup log with the plan: kvplan explain LOG [-- command]",
+                        description="Read an SGLang or vLLM startup log, rebuild the launch, and show, rank by rank, "
+                        "what the log says next to what kvplan computes. The command after -- fills in flags the log "
+                        "does not show.")
+    ex.add_argument("log", help="the engine's startup log")
+    g = add_plan_options(ex)
+    json_option(g)
+    html_option(g)
+    return ex
+
+
+def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentParser) -> int:
+    from kvplan.cli.options import plan_options
+    from kvplan.explain import explain
+    from kvplan.report.html import cli as html_cli
+
+    opts = {k: v for k, v in plan_options(a).items() if v is not None}
+    opts.setdefault("host_mem_gib", REMOTE_HOST_GIB)
+    res = explain(a.log, command or None, **opts)
+    html_cli.emit("explain", a, res.to_dict())
+    if a.json:
+        print(json.dumps(res.to_dict(), indent=2))
+    else:
+        from kvplan.report.explain import render_explain
+
+        render_explain(res)
+    return 0

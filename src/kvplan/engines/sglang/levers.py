@@ -1,0 +1,98 @@
+"""SGLang's levers, as LeverSpecs (flags for the command, SGLangArgs changes for the plan): the static fraction
+raised by 0.03 per step while no error finding (gpu-headroom-low, kv-pool-empty) appears; fp8 KV; DP attention for
+MLA models under plain TP; fewer CUDA-graph batch sizes; a second replica; HiCache (prefix reuse only).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from kvplan.engines.levers import LeverInputs, LeverSpec, steps
+from kvplan.engines.sglang.settings import sglang_settings
+from kvplan.units import GiB
+
+
+def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+    cur = p.current
+    s, pool = sglang_settings(cur), cur.per_rank.static
+    mfs, cell = s.mem_fraction_static, cur.per_rank.kv_bytes_per_token
+    base = pool.baseline_free_bytes if pool else 0
+
+    def mfs_note(x: float) -> str:
+        add = (x - mfs) * base / cell if cell else 0
+        return (f"+{x - mfs:.2f} × baseline P {base / GiB:.2f} GiB per rank / {cell:,} B per token = "
+                f"+{add:,.0f} tokens per rank")
+
+    yield from steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, skipped, mfs_note)
+    if "fp8" not in s.kv_cache_dtype:
+        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"}, {"kv_cache_dtype": "fp8_e4m3"},
+                        ["half the bytes per token; fp8 KV can change outputs: check quality first"])
+    tp, dp = s.tp_size, s.dp_size
+    if cur.model.is_mla and tp > 1 and not s.enable_dp_attention:
+        yield LeverSpec("DP attention", {"--enable-dp-attention": "", "--dp-size": str(tp)},
+                        {"enable_dp_attention": True, "dp_size": tp},
+                        [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank "
+                         f"holds its own requests ({tp} pools), attention weights are replicated per rank",
+                         "the per-request decode speed changes with DP attention (not modelled)"])
+    yield from _graphs(p, skipped)
+    two: dict[str, str | None] = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
+    yield LeverSpec("2 replicas", two, None,
+                    [f"a second copy on {s.world_size} more GPUs"
+                     + (" (one launch with --dp-size; SGLang's router spreads requests)" if two else
+                        " (a second launch behind a router)")], replicas=2)
+    if not s.hicache.enabled:
+        yield _hicache(p)
+
+
+def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+    s, running_max = sglang_settings(p.current), p.running_max
+    bs = s.cuda_graph_max_bs
+    if not bs or running_max is None:
+        return
+    target = max(8, math.ceil(running_max * 1.25 / 8) * 8)
+    if target >= bs:
+        return
+    changes: dict = {"cuda_graph_max_bs": target}
+    flags: dict = {"--cuda-graph-max-bs": str(target)}
+    seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s.cuda_graph_estimate}"
+    notes = [f"captures decode graphs up to {target} (from {bs}; {running_max} ran at most); graph memory "
+             f"{seen}", "SGLang sizes the KV pool before capturing graphs: at the same fraction the pool is "
+             "unchanged; the memory freed makes a higher fraction safe"]
+    if s.mem_fraction_static_source == "--mem-fraction-static":
+        try:  # the engine's own default-fraction reserve for both batch sizes
+            d_old = sglang_settings(p.replan(mem_fraction_static=None)).mem_fraction_static
+            d_new = sglang_settings(p.replan(mem_fraction_static=None, cuda_graph_max_bs=target)).mem_fraction_static
+        except Exception as e:  # noqa: BLE001
+            skipped.append(f"cuda-graph-max-bs fraction credit: {e}")
+            d_old = d_new = 0.0
+        gain = round(d_new - d_old, 3)
+        if gain >= 0.005:
+            x = round(s.mem_fraction_static + gain, 3)
+            changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:g}"
+            notes.append(f"SGLang's default reserve shrinks by {gain:.3f} of the GPU with the smaller graphs: "
+                         f"the fraction goes up by as much")
+        else:
+            notes.append("SGLang's default reserve does not change with it on this GPU (its floor applies): "
+                         "no KV is credited")
+    yield LeverSpec(f"graphs bs≤{target}", flags, changes, notes)
+
+
+def _hicache(p: LeverInputs) -> LeverSpec:
+    flags: dict = {"--enable-hierarchical-cache": ""}
+    changes: dict = {"enable_hierarchical_cache": True, "hicache_ratio": 2.0}
+    size = None
+    if p.host_known:
+        host_fix = p.replan(**changes).settings.host_fix
+        size = host_fix.flags.get("--hicache-size") if host_fix else None
+    if size:
+        flags.update({"--hicache-size": size, "--hicache-ratio": None})
+        changes = {"enable_hierarchical_cache": True, "hicache_size": float(size)}
+    else:
+        flags["--hicache-ratio"] = "2"
+    host = p.replan(**changes).per_rank.host_kv_tokens
+    return LeverSpec("HiCache", flags, changes,
+                     [f"host pool {host:,} tokens per rank extends the prefix cache only: prefix hits can rise, "
+                      "running requests cannot (same device pool)"]
+                     + ([] if size else ["host memory of the server unknown: sized by ratio; check it with "
+                                         "kvplan check --host-mem-gib"]), same_pool=True)

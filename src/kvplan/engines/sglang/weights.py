@@ -1,0 +1,290 @@
+"""Weights one SGLang rank holds after ``ModelRunner.load_model`` ("Load weight end ... mem usage=X GB").
+
+Read from the 0.4.6, 0.4.8.post1 and 0.5.9 wheels (https://github.com/sgl-project/sglang/blob/v0.5.9/python/
+sglang/srt/...; between two wheels read, the older behaviour applies):
+
+- Sharding: the layer classes of ``layers/linear.py`` and ``layers/vocab_parallel_embedding.py`` (vocab padded to
+  64, ``DEFAULT_VOCAB_PADDING_SIZE``), see ``models.placement``. Attention is split over the attention-TP group
+  (``get_attention_tp_size()``: tp/dp under ``--enable-dp-attention``). Embeddings under DP attention:
+  replicated (``enable_tp=not enable_dp_attention``, ≤0.4.8) or over the attention-TP group
+  (``use_attn_tp_group=is_dp_attention_enabled()``, 0.5.9); LM head over attention TP only with
+  ``--enable-dp-lm-head``. Dense MLP whole with ``--moe-dense-tp-size 1`` (``enable_moe_dense_fully_dp``).
+  Experts: ``--ep-size`` (``--enable-ep-moe``/DeepEP: ep = tp) splits experts, ``moe_tp = tp // ep`` splits each.
+- ``models/deepseek_v2.py``: ``fused_qkv_a_proj_with_mqa`` / ``kv_a_proj_with_mqa`` are ``ReplicatedLinear``;
+  ``MoEGate`` is a replicated parameter; shared experts are fused into the MoE as extra experts when
+  ``determine_n_share_experts_fusion`` (0.4.6: tp_size replicas on capability ≥ 9.0, 256 experts) /
+  ``determine_num_fused_shared_experts`` (0.4.8+: one, CUDA ≥ sm80; 0.5.9 also ROCm gfx942+, no EP);
+  ``post_load_weights`` keeps ``w_kc``/``w_vc`` copies of kv_b_proj (bf16 when kv_b is bf16 or, on CUDA ≥ 0.4.8,
+  fp8 128×128 blocks dequantized by ``block_quant_dequant``; fp8 on ROCm / 0.4.6).
+- ``layers/rotary_embedding.py``: ``cos_sin_cache`` in fp32 on CUDA (``if not _is_cuda: cache.to(dtype)``,
+  0.4.3+), model dtype before and on ROCm; ``DeepseekScalingRotaryEmbedding`` also keeps ``cos_cached_total`` and
+  ``sin_cached_total`` [rows, rotary_dim] fp32 (0.5.9).
+- ``compressed_tensors_wNa16_moe.py``: INT4 MoE on CUDA is repacked for Marlin and the ``g_idx`` /
+  ``g_idx_sort_indices`` int32 [E, H] and [E, I] tensors from ``create_weights`` are replaced by empty ones; on
+  ROCm ``CompressedTensorsWNA16TritonMoE`` keeps them.
+- ``--quantization fp8`` on a bf16/fp16 checkpoint (``layers/quantization/fp8.py``): every ``LinearBase`` and
+  ``FusedMoE`` weight is loaded in the model dtype and quantized to fp8 in ``process_weights_after_loading``
+  after the whole model is loaded (per-channel fp32 scales on CUDA, one per tensor on ROCm; per-expert scales);
+  embeddings, LM head, routers and norms stay.
+
+"mem usage" is the drop of ``torch.cuda.mem_get_info`` across the load (``get_available_gpu_memory`` with
+``empty_cache``), so it also holds the caching allocator's segment rounding (PyTorch ``CUDACachingAllocator``:
+allocations over 10 MiB get their own segment rounded up to 2 MiB) and CUDA context growth while loading
+(kernel modules): ``load_calibration.LOAD_CONTEXT_GROWTH``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvplan.engines.versions import Version
+from kvplan.models.placement import Layout, placer, role_of
+from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
+from kvplan.models.roles import Role
+from kvplan.models.rope import rope_caches
+from kvplan.models.sharding import Placement, WeightsEstimate, cdiv, describe_parts, gib_str, per_rank_sum
+from kvplan.models.spec import ModelSpec
+from kvplan.models.tensors import TensorGroup
+from kvplan.models.weights import hold_in_dtype, load_tensors
+
+MiB = 1 << 20
+
+
+def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
+    """``distributed/utils.py::get_pp_indices``: ≤0.4.8 the last stage takes the remainder; 0.5.9 the last
+    ``remainder`` stages take one extra layer each."""
+    base, rem = divmod(n_layers, pp)
+    if version < Version("0.5.9"):
+        sizes = [base] * (pp - 1) + [base + rem]
+    else:
+        sizes = [base] * (pp - rem) + [base + 1] * rem
+    out, start = [], 0
+    for s in sizes:
+        out.append(range(start, start + s))
+        start += s
+    return out
+
+
+def runtime_dtype(model: ModelSpec, args) -> str:
+    """``configs/model_config.py::_get_and_verify_dtype``: --dtype as given; "auto" keeps the config dtype except
+    float32, which becomes float16 (bfloat16 for Gemma)."""
+    st = {"half": "F16", "float16": "F16", "bfloat16": "BF16", "float": "F32", "float32": "F32"}
+    explicit = str(getattr(args, "dtype", "auto") or "auto").lower()
+    if explicit in st:
+        return st[explicit]
+    cfg = st.get(str(model.dtype).replace("torch.", ""), "BF16")
+    if cfg == "F32":
+        return "BF16" if model.model_type.startswith("gemma") else "F16"
+    return cfg
+
+
+def _layout(model: ModelSpec, args, v: Version) -> tuple[Layout, int]:
+    tp, pp = args.tp_size, args.pp_size
+    dp_attn = bool(args.enable_dp_attention)
+    attn_tp = tp // args.dp_size if dp_attn else tp
+    a2a = str(getattr(args, "moe_a2a_backend", None) or "")
+    ep = int(getattr(args, "ep_size", 1) or 1)
+    if getattr(args, "enable_ep_moe", False) or getattr(args, "enable_deepep_moe", False) or a2a not in ("", "none"):
+        ep = tp
+    dense_dp = dp_attn and getattr(args, "moe_dense_tp_size", None) == 1
+    embed_tp = (attn_tp if v >= Version("0.5.9") else 1) if dp_attn else tp
+    head_tp = attn_tp if getattr(args, "enable_dp_lm_head", False) else tp
+    shared_tp = 1 if a2a not in ("", "none") or getattr(args, "enable_deepep_moe", False) else tp
+    return Layout(tp=tp, attn_tp=attn_tp, mlp_tp=1 if dense_dp else tp, shared_tp=shared_tp, moe_tp=max(1, tp // ep),
+                  ep=ep, embed_tp=embed_tp, head_tp=head_tp, vision_tp=tp, vocab_pad=64,
+                  num_heads=model.num_attention_heads, num_kv_heads=model.num_kv_heads,
+                  n_layers=model.num_layers), pp
+
+
+def _fused_shared(model: ModelSpec, args, lay: Layout, v: Version, platform: str) -> int:
+    """Shared-expert replicas fused into the routed MoE (0 = kept as a separate TP-split MLP)."""
+    cfg = (model.config or {}).get("text_config") or model.config or {}
+    if not model.is_mla or model.moe is None or model.moe.num_experts != 256 or getattr(
+            args, "disable_shared_experts_fusion", False) or "DeepseekV3" not in str(
+            (cfg.get("architectures") or [model.architecture])[0]):
+        return 0
+    if v < Version("0.4.6"):
+        return 0
+    if v < Version("0.4.8"):  # n_share_experts_fusion = tp_size when capability >= (9, 0) (H100, MI300)
+        return lay.tp if lay.ep == 1 else 0
+    if lay.ep > 1 and not (platform == "rocm" and v >= Version("0.5.9")):
+        return 0
+    if platform == "rocm" and v < Version("0.5.9"):
+        return 0
+    return int(cfg.get("n_shared_experts") or 1)
+
+
+def _online_fp8(groups: tuple[TensorGroup, ...]) -> tuple[tuple[TensorGroup, ...], int]:
+    """Linear and expert weights in the model dtype become fp8 (1 byte); returns (groups, bytes saved)."""
+    out, saved = [], 0
+    for g in groups:
+        r = role_of(g)
+        if r.group in LINEAR_GROUPS and r.kind != "norm" and g.template.endswith("weight") and len(g.shape) >= 2 \
+                and g.dtype in ("BF16", "F16", "F32"):
+            ng = replace(g, dtype="F8_E4M3")
+            saved += g.nbytes - ng.nbytes
+            out.append(ng)
+        else:
+            out.append(g)
+    return tuple(out), saved
+
+
+def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str,
+                     checkpoint_dir: str | None) -> WeightsEstimate:
+    """Per-rank weight bytes of an SGLang launch (the heaviest pipeline stage)."""
+    return estimate_stage(model, args, cluster_platform, version, checkpoint_dir, None)
+
+
+def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
+                   stage: int | None) -> WeightsEstimate:
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest)."""
+    from kvplan.engines.sglang.load_calibration import load_context_growth
+
+    v = Version(version)
+    platform = cluster_platform if cluster_platform in ("cuda", "rocm", "cpu") else platform_of(cluster_platform)
+    t = load_tensors(model, checkpoint_dir)
+    groups, notes = hold_in_dtype(t.groups, runtime_dtype(model, args)), list(t.notes)
+    lay, pp = _layout(model, args, v)
+    online = str(getattr(args, "quantization", None) or "").lower() == "fp8" and not _checkpoint_quantized(groups)
+    bf16_bytes = 0
+    if online:
+        bf16_groups = groups
+        groups, _ = _online_fp8(groups)
+    fused = _fused_shared(model, args, lay, v, platform)
+    top_type = str((model.config or {}).get("model_type") or model.model_type)
+
+    def rule(g: TensorGroup, r: Role) -> tuple[str | None, str | None]:
+        if fused and r.group == "shared_experts":
+            return ("expert_row" if r.kind == "row" else "expert_col"), "experts"
+        if top_type in ("kimi_k25", "kimi_vl") and r.group == "vision" and ".mlp." in g.template:
+            return "replicated", None  # MoonViT MLP2 is nn.Linear (models/kimi_vl_moonvit.py::MLP2)
+        return None, None
+
+    place = placer(lay, rule)
+
+    def fplace(g: TensorGroup) -> Placement | None:
+        """Each rank holds ``fused`` replicas of the shared expert inside the MoE, split like an expert."""
+        p = place(g)
+        if fused and p is not None and role_of(g).group == "shared_experts":
+            p = replace(p, per_rank_count=cdiv(fused, lay.ep))
+        return p
+    ranges = pp_ranges(model.num_layers, pp, v)
+    sums = per_rank_sum(groups, fplace, ranges)
+    if stage is None:
+        stage, parts = sums.heaviest()
+    else:
+        parts = sums.stages[stage]
+    parts = dict(parts)
+    if online:
+        before = per_rank_sum(bf16_groups, fplace, ranges).stages[stage]
+        bf16_bytes = sum(before.values())
+        if model.model_type == "qwen3_moe" and Version("0.4.8") <= v < Version("0.5.9"):
+            # models/qwen3_moe.py::load_weights ends with routed_experts_weights_of_layer = {.. get_moe_weights()}
+            # (eager; LazyValue from 0.5.9): the checkpoint-dtype expert tensors stay referenced after
+            # Fp8MoEMethod.process_weights_after_loading replaces the parameters
+            parts["experts_kept_unquantized"] = before.get("experts", 0)
+    # ---- what the engine adds after loading ---------------------------------------------------------------
+    rope_fp32 = platform == "cuda" and v >= Version("0.4.3")
+    rope = 0
+    for rc in rope_caches(model):
+        rope += rc.rows * rc.rotary_dim * (4 if rope_fp32 else model.dtype_bytes)
+        if rc.kind == "deepseek_yarn" and v >= Version("0.5.9"):
+            rope += 2 * rc.rows * rc.rotary_dim * 4  # cos_cached_total, sin_cached_total
+    parts["rope_cache"] = rope
+    if model.is_mla:
+        layers_here = len(ranges[stage])
+        local_heads = model.num_attention_heads // lay.attn_tp
+        kvb_fp8 = any("kv_b_proj.weight" in g.template and g.dtype.startswith("F8") for g in groups)
+        elem = 1 if kvb_fp8 and (platform == "rocm" or v < Version("0.4.8")) else 2
+        parts["mla_w_kc_w_vc"] = layers_here * local_heads * (model.qk_nope_head_dim + model.v_head_dim) \
+            * model.kv_lora_rank * elem
+    if platform == "rocm":
+        parts["moe_g_idx"] = wna16_g_idx_bytes(groups, lay, ranges[stage], fused)
+    if pp > 1 and _tied(groups) and stage == len(ranges) - 1:  # a separate ParallelLMHead on the last stage
+        emb = next(g for g in groups if role_of(g).kind == "embed")
+        parts["lm_head"] = parts.get("lm_head", 0) + cdiv(cdiv(emb.shape[0], 64) * 64, lay.head_tp) * \
+            emb.nbytes // emb.shape[0]
+    tensors = sum(parts.values())
+    parts["allocator_segments"] = _segment_rounding(groups, fplace, ranges[stage])
+    growth = load_context_growth(platform, lay.tp)
+    parts["load_context"] = int(growth.value_gib * 2**30)
+    total = sum(parts.values())
+    src = f"{t.source}; SGLang {version} {platform} sharding"
+    notes.insert(0, f"weights {gib_str(total)} GiB per rank: {'read from ' if t.exact else ''}{t.source}: "
+                    f"{describe_parts(parts)}")
+    if model.is_mla:
+        notes.append("MLA: fused_qkv_a_proj_with_mqa / kv_a_proj replicated on every rank; w_kc/w_vc copies "
+                     f"{gib_str(parts['mla_w_kc_w_vc'])} GiB")
+    if fused:
+        notes.append(f"shared expert fused into the MoE ({fused} replica(s) per layer)")
+    if pp > 1:
+        notes.append(f"pipeline stage {stage} of {pp} holds the most ({len(ranges[stage])} layers)")
+    notes.append(f"{gib_str(parts['allocator_segments'] + parts['load_context'])} GiB of allocator segments and "
+                 f"CUDA context growth during loading (calibrated: {growth.what})")
+    if parts.get("experts_kept_unquantized"):
+        notes.append(f"SGLang {version} Qwen3-MoE keeps the {model.dtype} expert weights referenced "
+                     "(routed_experts_weights_of_layer) next to the fp8 ones")
+    if online:
+        notes.append(f"--quantization fp8 on a {model.dtype} checkpoint: linear and expert weights held in fp8 "
+                     f"after loading; the whole model is first loaded in {model.dtype}, peak "
+                     f"{gib_str(bf16_bytes)} GiB per rank")
+    del tensors
+    return WeightsEstimate(total, parts, src, t.exact, tuple(notes), load_peak_bytes=bf16_bytes if online else 0)
+
+
+def _checkpoint_quantized(groups) -> bool:
+    return any(g.dtype.startswith(("F8", "I32", "U8", "I8")) and len(g.shape) >= 2 for g in groups)
+
+
+def _tied(groups) -> bool:
+    return not any(role_of(g).kind == "lm_head" and g.layer is None for g in groups)
+
+
+def _segment_rounding(groups, place, layers: range) -> int:
+    """CUDACachingAllocator: a request over 10 MiB (kLargeBuffer/kMinLargeAlloc) gets a segment rounded up to
+    2 MiB (kRoundLarge); the tail stays reserved. SGLang allocates one parameter per fused module and layer:
+    experts stacked (w13 = gate+up, w2), qkv / gate_up merged."""
+    sizes: dict[tuple, int] = {}
+    for g in groups:
+        if g.layer is not None and g.layer not in layers:
+            continue
+        p = place(g)
+        if p is None:
+            continue
+        from kvplan.models.sharding import shard_bytes
+
+        leaf = g.template.rsplit(".", 1)[-1]
+        mod = g.template.rsplit(".", 2)[-2] if g.template.count(".") >= 2 else g.template
+        merged = {"gate_proj": "w13", "up_proj": "w13", "w1": "w13", "w3": "w13", "q_proj": "qkv", "k_proj": "qkv",
+                  "v_proj": "qkv", "q_a_proj": "qkv_a", "kv_a_proj_with_mqa": "qkv_a"}.get(mod, mod)
+        expert = role_of(g).group == "experts"
+        key = (g.layer, expert, merged, leaf, None if expert else g.template)
+        sizes[key] = sizes.get(key, 0) + shard_bytes(g, p)
+    waste = 0
+    for n in sizes.values():
+        if n > 10 * MiB:
+            waste += cdiv(n, 2 * MiB) * 2 * MiB - n
+    return waste
+
+
+def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
+                 override_gib: float | None = None) -> tuple[int, tuple[str, ...]]:
+    """(per-rank weight bytes, assumptions) for a plan: ``--weights-gib`` if given, else ``estimate_weights``
+    with the checkpoint directory of the command or the HF cache when it has safetensors files."""
+    from kvplan.models.weights import checkpoint_dir_of, override_bytes
+
+    if override_gib is not None:
+        b = override_bytes(override_gib)
+        return b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",)
+    est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path))
+    return est.bytes_per_rank, est.assumptions
+
+
+def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:
+    """The estimate without any override (what a log's weight figure is compared with), None if unknown."""
+    from kvplan.errors import KvplanError
+
+    try:
+        return plan_weights(model, args, gpu_name, version)[0]
+    except KvplanError:
+        return None

@@ -1,0 +1,27 @@
+"""shm-too-small: vLLM's native KV offload (0.27+) maps one /dev/shm region of the whole offload size; a
+container's default /dev/shm (64 MiB) cannot hold it (0.28+ raises "Insufficient space in /dev/shm")."""
+
+from __future__ import annotations
+
+from kvplan.engines.base import FindingContext
+from kvplan.engines.vllm.settings import vllm_settings
+from kvplan.result import Finding
+from kvplan.units import GiB
+
+ID = "shm-too-small"
+
+
+def check(ctx: FindingContext) -> list[Finding]:
+    p = ctx.plan
+    need = sum(t.shm_bytes for t in vllm_settings(p).host_tiers)
+    if not need:
+        return []
+    have = p.per_node.shm_bytes
+    if have is None:
+        return [Finding(ID, "info", f"per node: the native offload region needs {need / GiB:,.1f} GiB of /dev/shm "
+                        "(unknown for that machine)", "run with --ipc=host or --shm-size at least that large")]
+    if have >= need:
+        return []
+    return [Finding(ID, "error", f"per node: the native offload region needs {need / GiB:,.1f} GiB of /dev/shm, this "
+                    f"machine has {have / GiB:,.1f} GiB", "docker: --ipc=host or --shm-size; or lower "
+                    "--kv-offloading-size")]

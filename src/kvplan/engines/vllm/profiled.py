@@ -1,0 +1,135 @@
+"""The KV budget vLLM derives from ``--gpu-memory-utilization``, term by term, with each term's range.
+
+``available = ceil((nvidia-smi total − reserve) × gmu) − weights − activation peak − non-torch − graphs``
+(``calibration.py`` for every figure the code does not fix), per the version's accounting:
+
+- ``whole-device`` (V0 0.6.4 ``worker/worker.py::determine_num_available_blocks``; V1 0.8.0-0.9.0
+  ``v1/worker/gpu_worker.py::determine_available_memory``): ``total × gmu − (torch peak + everything on the
+  device torch did not allocate)``, the CUDA context (and other processes) included.
+- ``snapshot`` (V0 up to 0.6.3: ``init free − free after the profile run``, the caching allocator still holding
+  the peak; V0 0.6.5-0.10.x ``utils.py::memory_profiling``; V1 0.9.1-0.10.x): the baseline is taken in
+  ``init_device`` before NCCL init, so NCCL / custom all-reduce buffers and BLAS workspaces count as non-torch
+  (https://github.com/vllm-project/vllm/blob/v0.6.3.post1/vllm/worker/worker.py,
+  https://github.com/vllm-project/vllm/blob/v0.6.6.post1/vllm/worker/worker.py).
+- ``after-init`` (V1 >= 0.11, ``Worker.init_device`` snapshots after NCCL and the cuBLAS handles): only what grows
+  during loading and the profile run.
+
+CUDA graphs: V1 subtracts ``profile_cudagraph_memory()`` when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` is on
+(default from 0.20, ``rules.cudagraph_estimate_default``); earlier, graphs are captured after the KV cache and lie
+outside the budget. From 0.33 the "peak activation" of the ``--kv-cache-memory`` suggestion line includes that
+estimate (``gpu_worker.py::determine_available_memory``: ``peak_activation_memory = transient_peak_headroom +
+cudagraph_memory_estimate_applied``, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_worker.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvplan.engines.versions import Version
+from kvplan.engines.vllm import calibration as cal
+from kvplan.engines.vllm.args import VLLMArgs
+from kvplan.engines.vllm.profile import Batch, activation_peak
+from kvplan.engines.vllm.terms import Budget, BudgetTerm
+from kvplan.hardware.cluster import Cluster
+from kvplan.models.spec import ModelSpec
+from kvplan.units import GiB
+
+
+@dataclass(frozen=True)
+class ProfileInputs:
+    """What the profile run depends on besides the model and the flags (resolved by the engine)."""
+
+    version: str
+    kind: str  # "v0" | "v1"
+    budget_semantics: str  # rules.VLLMRules.budget_semantics
+    batch: Batch
+    platform: str  # "cuda" | "rocm"
+    act_bytes: int  # the model dtype's bytes (activations)
+    weights_low_bytes: int | None = None  # the weights' own range when estimated (None: exact)
+    weights_high_bytes: int | None = None
+
+
+def regime(p: ProfileInputs) -> str:
+    v = Version(p.version)
+    if (p.kind == "v0" and Version("0.6.4") <= v < Version("0.6.5")) or (
+            p.kind == "v1" and p.budget_semantics == "v1-whole-gpu"):
+        return "whole-device"
+    if p.kind == "v0" or v < Version("0.11.0"):
+        return "snapshot"
+    return "after-init"
+
+
+def non_torch(p: ProfileInputs, tp_world: int) -> tuple[tuple[int, int, int], str]:
+    """(value, low, high) bytes and the source, per regime, platform and TP size."""
+    reg = regime(p)
+    if reg == "after-init":
+        c = cal.NON_TORCH_AFTER_INIT
+        return c.bytes(), f"{c.what} ({c.source})"
+    if p.platform == "rocm":
+        c = cal.NON_TORCH_ROCM_TP1 if tp_world == 1 else cal.NON_TORCH_ROCM_TP_N
+        return c.bytes(), f"{c.what} ({c.source})"
+    snap = cal.NON_TORCH_SNAPSHOT_TP1 if tp_world == 1 else cal.NON_TORCH_SNAPSHOT_TP_N
+    if reg == "snapshot":
+        return snap.bytes(), f"{snap.what} ({snap.source})"
+    ctx = cal.NON_TORCH_WHOLE_DEVICE_TP1
+    if tp_world == 1:
+        return ctx.bytes(), f"{ctx.what} ({ctx.source})"
+    a, b = ctx.bytes(), snap.bytes()  # the CUDA context plus what TP > 1 adds (NCCL, custom all-reduce)
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2]), f"CUDA context ({ctx.source}) + TP > 1 buffers ({snap.source})"
+
+
+def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool) -> bool:
+    if p.kind != "v1" or args.enforce_eager:
+        return False
+    env = args.env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+    if env is None or Version(p.version) < Version("0.18.0"):  # the variable exists from 0.18.0 (PR #30515)
+        return cudagraph_default
+    return env.strip() not in ("0", "", "false", "False")
+
+
+def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: float, cudagraph_default: bool,
+                    weights_bytes: int, p: ProfileInputs) -> Budget:
+    r = cal.TORCH_TOTAL_RESERVE.bytes()
+    total = cluster.gpu_mem_bytes
+    requested = math.ceil((total - r[0]) * gmu)
+    req_lo, req_hi = math.ceil((total - r[2]) * gmu), math.ceil((total - r[1]) * gmu)
+    terms = [BudgetTerm("torch-total-reserve", int(r[0] * gmu),
+                        int(r[1] * gmu), int(r[2] * gmu),
+                        f"x {gmu:g}: {cal.TORCH_TOTAL_RESERVE.what} ({cal.TORCH_TOTAL_RESERVE.source})")]
+    w_lo = weights_bytes if p.weights_low_bytes is None else p.weights_low_bytes
+    w_hi = weights_bytes if p.weights_high_bytes is None else p.weights_high_bytes
+    terms.append(BudgetTerm("weights", weights_bytes, w_lo, w_hi, "weights per rank (input)"))
+    act = activation_peak(model, p.batch, args.tensor_parallel_size, p.kind, p.version, p.act_bytes)
+    terms.append(BudgetTerm("activation-peak", act.bytes, act.low_bytes, act.high_bytes,
+                            f"{act.detail}; batch from {p.batch.source}"))
+    nt, nt_src = non_torch(p, args.world_size)
+    terms.append(BudgetTerm("non-torch", *nt, f"{regime(p)} accounting: {nt_src}"))
+    graphs = 0
+    if graphs_applied(p, args, cudagraph_default):
+        g = cal.CUDAGRAPH_ESTIMATE.bytes()
+        graphs = g[0]
+        terms.append(BudgetTerm("cudagraph-estimate", *g, f"{cal.CUDAGRAPH_ESTIMATE.what} "
+                                f"({cal.CUDAGRAPH_ESTIMATE.source})"))
+    if model.is_multimodal:
+        terms.append(BudgetTerm("encoder-profile", *cal.ENCODER_PROFILE.bytes(), cal.ENCODER_PROFILE.what))
+    costs = terms[1:]
+    available = requested - sum(t.bytes for t in costs)
+    low = req_lo - sum(t.high_bytes for t in costs)
+    high = req_hi - sum(t.low_bytes for t in costs)
+    non_kv = weights_bytes + act.bytes + nt[0]
+    notes = [f"GPU total as torch sees it ≈ nvidia-smi total − {r[0] / GiB:.2f} GiB (range {r[1] / GiB:.2f}-"
+             f"{r[2] / GiB:.2f})"]
+    for t in costs:
+        if t.estimated:
+            notes.append(f"{t.name} ≈ {t.bytes / GiB:.2f} GiB, estimated (range {t.low_bytes / GiB:.2f}-"
+                         f"{t.high_bytes / GiB:.2f} GiB): {t.source}")
+    if not graphs and p.kind == "v1" and not args.enforce_eager:
+        notes.append("CUDA graphs are captured after the KV cache in this version (outside the budget)")
+    notes.append(f"KV budget range {max(0, low) / GiB:.2f}-{max(0, high) / GiB:.2f} GiB per rank; a startup log's "
+                 "'Available KV cache memory' replaces every estimate, --kv-cache-memory-bytes pins it")
+    return Budget(available, f"ceil(total × {gmu:g}) − weights − activation − non-torch"
+                  + (" − CUDA-graph estimate" if graphs else "") + " (estimated)", False,
+                  requested_bytes=requested, non_kv_bytes=non_kv, cudagraph_bytes=graphs,
+                  weights_bytes=weights_bytes, notes=tuple(notes), terms=tuple(terms),
+                  available_low_bytes=low, available_high_bytes=high)

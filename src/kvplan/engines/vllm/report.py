@@ -1,0 +1,42 @@
+"""vLLM's figures in words: each host tier (three meanings of "host KV size") as host-oversubscribed quotes it, and
+the per-rank rows of the human report (KV budget, blocks, concurrency)."""
+
+from __future__ import annotations
+
+from kvplan.engines.vllm.settings import vllm_settings
+from kvplan.result import Plan
+from kvplan.units import GiB, fmt_gib, fmt_host
+
+
+def host_tiers(plan: Plan) -> list[str]:
+    parts = []
+    for t in vllm_settings(plan).host_tiers:
+        ranks = sum(1 for b in t.pinned_per_rank_bytes if b)
+        asked = max(t.per_rank_bytes, default=0)
+        each = max(t.pinned_per_rank_bytes, default=0)
+        pinned = f", pinned up to {each / GiB:,.1f} GiB" if each != asked else ""
+        shared = " (one region shared by the node's ranks)" if t.shared_bytes is not None else f" on {ranks} rank(s)"
+        parts.append(f"{t.flag}={asked / GiB:,.1f} GiB ({t.meaning}){pinned}{shared} -> "
+                     f"{t.node_bytes / GiB:,.1f} GiB on the node")
+    return parts
+
+
+def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
+    """(what, value, how) per rank: the KV budget, blocks, what vLLM logs, the scheduler caps, the host tiers."""
+    r, s, rep = plan.per_rank, vllm_settings(plan), plan.per_replica
+    rows = [("weights", fmt_gib(r.weights_bytes), "per rank"),
+            ("KV cache memory", fmt_gib(s.kv_budget_bytes_per_rank), s.kv_budget_source),
+            ("block size", f"{s.block_size}", s.block_size_source),
+            ("bytes per block", f"{s.bytes_per_block:,} B", f"{s.kv_cache_groups} KV-cache group(s), "
+             f"{s.kv_cache_dtype}, {s.kv_heads_per_rank} KV head(s)/rank"
+             + (" · MLA replicated per rank" if plan.model.is_mla else "")),
+            ("KV blocks", f"{r.kv_blocks or 0:,}",
+             "per rank (= per engine: the minimum across ranks), incl. null block"),
+            ("KV cache size (tokens)", f"{rep.kv_tokens:,}", "as vLLM logs it"),
+            ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
+             f"requests of max_model_len {s.max_model_len:,}"),
+            ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
+    for t in s.host_tiers:
+        each = max(t.per_rank_bytes) if t.per_rank_bytes else 0
+        rows.append((f"host: {t.flag}", fmt_host(each), f"{t.meaning}; pinned node total {fmt_host(t.node_bytes)}"))
+    return rows

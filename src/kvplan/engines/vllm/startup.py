@@ -1,0 +1,27 @@
+"""vLLM's start-up check of its request (v1/worker/utils.py::request_memory,
+https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/utils.py): it asks for ceil(total ×
+gpu_memory_utilization) per GPU and refuses to start when less than that is free at its memory snapshot, which
+is taken after the CUDA context, NCCL and cuBLAS exist.
+
+    free at start-up ≈ nvidia-smi total − TORCH_TOTAL_RESERVE − STARTUP_CONTEXT      (the report's failure band)
+    the rule gpu-util-startup-fail: total = nvidia-smi total − STARTUP_DRIVER_RESERVE, free = total − STARTUP_CONTEXT
+"""
+
+from __future__ import annotations
+
+from kvplan.engines.vllm.calibration import STARTUP_CONTEXT, STARTUP_DRIVER_RESERVE, TORCH_TOTAL_RESERVE
+from kvplan.units import GiB
+
+CONTEXT_BYTES = int(STARTUP_CONTEXT.value * GiB)
+
+
+def free_at_startup_bytes(gpu_total_bytes: int) -> int:
+    """GPU memory free per rank when vLLM checks its request, on a GPU of ``gpu_total_bytes`` (nvidia-smi total)."""
+    return gpu_total_bytes - int(TORCH_TOTAL_RESERVE.value * GiB) - CONTEXT_BYTES
+
+
+def rule_total_and_free_bytes(gpu_total_bytes: int) -> tuple[int, int]:
+    """(the GPU total the check's message quotes, what is free after the CUDA context), as gpu-util-startup-fail
+    takes them."""
+    total = gpu_total_bytes - int(STARTUP_DRIVER_RESERVE.value * GiB)
+    return total, total - CONTEXT_BYTES

@@ -1,0 +1,53 @@
+"""HTML reports: one self-contained file per command (no script or style from the network), with hand-built SVG
+charts laid out in Python and printed by jinja2 templates.
+
+    write_html(kind, data, path) -> Path    kind: check | plan | explain | diagnose (simulate: add a view)
+    render_html(kind, data) -> str
+
+``data`` is the command's stable JSON dict (``CheckResult.to_dict()``, ``ExplainResult.to_dict()``,
+``DiagnoseResult.to_dict()``), never an internal object: the JSON keys are the contract.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+KINDS = ("check", "plan", "explain", "diagnose")
+
+
+def render_html(kind: str, data: dict[str, Any]) -> str:
+    from kvplan.report.html.deps import require
+    from kvplan.report.html.render import render_page
+
+    require("html", "--html")
+    return render_page(kind, data)
+
+
+def write_html(kind: str, data: dict[str, Any], path: str | Path) -> Path:
+    """Render and write the report; a one-line KvplanError when the file cannot be written."""
+    from pathlib import Path
+
+    from kvplan.errors import KvplanError
+
+    if kind not in KINDS:
+        raise KvplanError(f"no HTML report for {kind!r}", f"one of: {', '.join(KINDS)}")
+    html = render_html(kind, data)
+    p = Path(path).expanduser()
+    try:
+        p.write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise KvplanError(f"cannot write the HTML report {p}: {e.strerror}", "pass a writable --html FILE") from None
+    print(f"kvplan: HTML report written to {p} ({len(html.encode()) / 1024:,.0f} KiB)", file=sys.stderr)
+    return p
+
+
+def check_html_deps(path: str | None) -> None:
+    """Fail before any work when --html is given and jinja2 is missing (one line, with the pip command)."""
+    if path:
+        from kvplan.report.html.deps import require
+
+        require("html", "--html")

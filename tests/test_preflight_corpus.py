@@ -1,0 +1,44 @@
+"""The held-out preflight corpus (tests/data/preflight) is well formed: every case names its public source, keeps
+the log lines its figures come from, states a launch command kvplan's launcher grammar recognises, and points at a
+config.json that is really there. Ground truth: the corpus files themselves (a figure that is not in its raw file,
+or a missing vendored config, fails here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent / "data" / "preflight"
+CASES = [json.loads(x) for x in (CORPUS / "cases.jsonl").read_text().splitlines() if x.strip()]
+LAUNCHER = re.compile(r"^\s*(\S+=\S+\s+)*"
+                      r"(python\S*\s+-m\s+(sglang\.launch_server|vllm\.entrypoints\S*)|sglang\s+serve|vllm\s+serve)")
+KEYS = {"id", "source", "engine", "engine_version", "model", "gpu", "gpu_count", "command", "args", "observed",
+        "notes", "raw_file", "model_config", "gpu_inferred", "usage_context"}
+FIGURES = ("kv_tokens", "max_total_num_tokens", "gpu_kv_cache_tokens", "gpu_blocks")
+
+
+def test_ids_are_unique_and_match_raw_files() -> None:
+    ids = [c["id"] for c in CASES]
+    assert len(ids) == len(set(ids))
+    assert sorted(p.stem for p in (CORPUS / "raw").glob("*.txt")) == sorted(ids)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case_is_complete_and_traceable(case: dict) -> None:
+    assert KEYS <= case.keys(), KEYS - case.keys()
+    assert case["engine"] in ("sglang", "vllm")
+    assert case["source"].startswith(("https://github.com/", "find_string:"))
+    assert LAUNCHER.match(case["command"]), case["command"]
+    raw = (CORPUS / case["raw_file"]).read_text()
+    assert raw.startswith("# source: ")
+    figure = next((case["observed"][k] for k in FIGURES if isinstance(case["observed"].get(k), int)), None)
+    assert figure is not None, "no KV capacity figure"
+    # the figure is printed in the raw log lines, with or without thousands separators
+    assert str(figure) in raw or f"{figure:,}" in raw
+    if case["model_config"]:
+        cfg = CORPUS / case["model_config"]
+        assert json.loads(cfg.read_text())["architectures"]
+        assert (cfg.parent / "SOURCE").read_text().startswith("https://")

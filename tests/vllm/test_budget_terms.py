@@ -1,0 +1,91 @@
+"""The typed budget terms: which ones a version subtracts, and the range an integrator derives a band from.
+
+Ground truth is the engine code: ``envs.py`` VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "0" in the 0.19.0
+wheel and "1" in the 0.20.0 wheel; ``gpu_worker.py::determine_available_memory`` skips the graph estimate when
+``cudagraph_mode`` is NONE (``--enforce-eager``); ``--kv-cache-memory-bytes`` skips profiling (0.10.2+).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan import check
+
+GiB = 2**30
+CMD = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"]
+
+
+def _plan(cmd, version, **kw):
+    return check(cmd, gpu="h100", engine_version=version, host_mem_gib=256, **kw).plan
+
+
+def _names(plan):
+    return [t.name for t in plan.settings.kv_budget_terms]
+
+
+@pytest.mark.parametrize("version, prefix, extra, graphs", [
+    ("0.19.0", [], [], False),
+    ("0.20.0", [], [], True),
+    ("0.33.0", [], ["--enforce-eager"], False),
+    ("0.33.0", ["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0"], [], False),
+    ("0.18.0", ["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"], [], True),
+])
+def test_cudagraph_term_follows_the_version_and_flags(version, prefix, extra, graphs):
+    p = _plan([*prefix, *CMD, *extra], version)
+    assert ("cudagraph-estimate" in _names(p)) is graphs
+    assert p.settings.kv_budget_exact is False
+
+
+def test_terms_add_up_and_range_brackets_the_value():
+    """available = ceil((total - reserve) x gmu) - sum(costs); the range puts every term at its ends."""
+    p = _plan(CMD, "0.33.0")
+    s = p.settings.to_dict()
+    terms = {t["name"]: t for t in s["kv_budget_terms"]}
+    costs = sum(t["bytes"] for n, t in terms.items() if n != "torch-total-reserve")
+    assert s["requested_bytes_per_rank"] - costs == s["kv_budget_bytes_per_rank"]
+    lo, hi = s["kv_budget_range_bytes_per_rank"]
+    assert lo < s["kv_budget_bytes_per_rank"] < hi
+    assert terms["weights"]["low_bytes"] == terms["weights"]["bytes"] == terms["weights"]["high_bytes"]
+    for name in ("activation-peak", "non-torch", "cudagraph-estimate", "torch-total-reserve"):
+        t = terms[name]
+        assert t["low_bytes"] <= t["bytes"] <= t["high_bytes"] and t["low_bytes"] < t["high_bytes"], name
+        assert t["source"]
+    # H100 (8192 tokens, 1024 sequences in 0.33 `vllm serve`): 0.33 samples with the fused path (6 B/logit)
+    assert s["max_num_batched_tokens"] == 8192 and s["max_num_seqs"] == 1024
+
+
+@pytest.mark.parametrize("cmd, opts", [
+    ([*CMD, "--kv-cache-memory-bytes", "20G"], {}),
+    (CMD, {"kv_memory_gib": 20.0}),
+])
+def test_exact_budget_collapses_the_band(cmd, opts):
+    p = _plan(cmd, "0.33.0", **opts)
+    s = p.settings.to_dict()
+    assert s["kv_budget_exact"] and s["kv_budget_terms"] == []
+    assert s["kv_budget_range_bytes_per_rank"] == [20 * GiB, 20 * GiB] == [s["kv_budget_bytes_per_rank"]] * 2
+
+
+def test_v0_activation_grows_with_max_model_len():
+    """V0 without chunked prefill profiles T = max_model_len tokens (config.py::SchedulerConfig), so a longer
+    --max-model-len leaves less KV; V1 chunks at 8192 on an H100 and does not."""
+    v0 = [_plan(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", n], "0.6.4")
+          for n in ("8192", "30000")]
+    v1 = [_plan(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", n], "0.11.0")
+          for n in ("8192", "30000")]
+    assert v0[1].settings.kv_budget_bytes_per_rank < v0[0].settings.kv_budget_bytes_per_rank
+    assert v1[1].settings.kv_budget_bytes_per_rank == v1[0].settings.kv_budget_bytes_per_rank
+
+
+def test_every_calibration_is_sourced_publicly_and_brackets_its_value():
+    """Issue #11 item 5: each constant named, with a public URL (a tag-pinned code link or the issue/PR of the log)."""
+    from kvplan.engines.vllm import calibration as cal
+
+    names = [n for n, v in vars(cal).items() if isinstance(v, cal.Calibration)]
+    assert len(names) == len(cal.ALL) and len(names) >= 10
+    for c in cal.ALL:
+        urls = [u.strip(" ,") for u in c.source.split() if u.startswith("http")]
+        assert urls and all(u.startswith("https://github.com/") for u in urls), c
+        assert "/work/" not in c.source and "../" not in c.source
+        code = [u for u in urls if "/blob/" in u and "vllm-project/vllm" in u]
+        assert all("/blob/v0." in u for u in code), code  # code links pinned to a release tag
+        assert c.low <= c.value <= c.high and c.what

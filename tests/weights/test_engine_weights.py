@@ -1,0 +1,175 @@
+"""Per-rank weights of each engine against real logs (../shared/logcorpus, public logs), the reference's §8 table
+and hand arithmetic. Log figures: SGLang "Load weight end ... mem usage=X GB" (GiB), vLLM "Model loading took X GiB"
+/ "Loading model weights took X GB" (GiB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.engines.cmdline import split_command
+from kvplan.engines.sglang.args import parse_sglang
+from kvplan.engines.sglang.weights import estimate_stage as sglang_stage
+from kvplan.engines.vllm.args import parse_vllm
+from kvplan.engines.vllm.weights import estimate_weights as vllm_weights
+from kvplan.models.catalog import catalog_entry, resolve_model
+from kvplan.models.config import spec_from_config
+
+GiB = 2**30
+
+
+def sg(model: str, flags: str, platform: str = "cuda", version: str = "0.5.9", stage: int | None = None):
+    args = parse_sglang(split_command(f"python -m sglang.launch_server --model-path {model} {flags}"))
+    return sglang_stage(resolve_model(model), args, platform, version, None, stage)
+
+
+def vl(model, flags: str, platform: str = "cuda", version: str = "0.11.0"):
+    spec = model if not isinstance(model, str) else resolve_model(model)
+    args = parse_vllm(split_command(f"vllm serve {spec.name} {flags}"))
+    return vllm_weights(spec, args, platform, version, None)
+
+
+# ---- SGLang vs "Load weight end ... mem usage" -------------------------------------------------------------
+# (case id, model, flags, platform, version, pipeline stage of the logged rank, logged GiB, role of the log)
+SGLANG_LOGS = [
+    ("sglang-pr4760-llama31-8b-fa3", "meta-llama/Llama-3.1-8B", "--tp 1", "cuda", "0.4.4", None, 15.11,
+     "calibrates load_calibration.CUDA_TP1"),
+    ("sglang-8337 bf16", "Qwen/Qwen3-235B-A22B", "--tp 8 --pp 4", "cuda", "0.4.9", 0, 13.73,
+     "calibrates load_calibration.CUDA_TP"),
+    ("sglang-8337 --quantization fp8", "Qwen/Qwen3-235B-A22B", "--tp 8 --pp 4 --quantization fp8", "cuda", "0.4.9",
+     0, 19.99, "held out: online fp8 keeps the bf16 experts referenced (qwen3_moe.py routed_experts_weights)"),
+    ("sglang-6001-r1-mi308-tp8-v046", "deepseek-ai/DeepSeek-R1", "--tp 8", "rocm", "0.4.6", None, 81.66,
+     "held out for the sharding (8 fused shared-expert replicas); half of load_calibration.ROCM"),
+    ("sglang-pr18263-qwen3-30b-a3b-mi355x", "Qwen/Qwen3-30B-A3B-Instruct-2507", "--tp 1", "rocm", "0.5.9", None,
+     56.98, "half of load_calibration.ROCM"),
+]
+
+
+@pytest.mark.parametrize("case, model, flags, platform, version, stage, logged, role", SGLANG_LOGS,
+                         ids=[c[0] for c in SGLANG_LOGS])
+def test_sglang_matches_logged_mem_usage(case, model, flags, platform, version, stage, logged, role):
+    got = sg(model, flags, platform, version, stage).bytes_per_rank / GiB
+    assert got == pytest.approx(logged, abs=0.06), (case, role, got)
+
+
+@pytest.mark.xfail(strict=True, reason="sglang-7691: DeepSeek-R1 DP8 attention on MI300X (0.4.8.post1 ROCm image) "
+                   "logged 166.59 GB: about the fp8 experts once more (76 GiB) than the code read implies "
+                   "(bf16 expert dequantization on that image?); not modelled")
+def test_sglang_r1_dp_attention_mi300x_known_miss():
+    got = sg("deepseek-ai/DeepSeek-R1", "--tp 8 --dp 8 --enable-dp-attention", "rocm", "0.4.8.post1")
+    assert got.bytes_per_rank / GiB == pytest.approx(166.59, abs=0.5)
+
+
+def test_kimi_k25_incident_per_module():
+    """Reference §8 table (read from the 0.5.9 wheel) and the incident: Kimi-K2.5 INT4 TP8, SGLang 0.5.9, CUDA."""
+    e = sg("moonshotai/Kimi-K2.5", "--tp 8")
+    p = {k: v / GiB for k, v in e.parts.items()}
+    assert p["experts"] == pytest.approx(66.5, abs=0.1)
+    assert p["attention"] + p["mla_w_kc_w_vc"] == pytest.approx(3.1, abs=0.1)
+    assert p["mla_w_kc_w_vc"] == pytest.approx(0.1, abs=0.03)
+    assert p["router"] == pytest.approx(0.3, abs=0.02)
+    assert p["shared_experts"] + p["mlp"] == pytest.approx(0.7, abs=0.02)
+    assert p["embedding"] + p["lm_head"] == pytest.approx(0.55, abs=0.01)
+    assert p["vision"] == pytest.approx(0.5, abs=0.05) and p["projector"] == pytest.approx(0.1, abs=0.01)
+    assert p["rope_cache"] == pytest.approx(3 * 262144 * 64 * 4 / GiB)  # 3 fp32 [4096*64, 64] caches
+    assert e.bytes_per_rank / GiB == pytest.approx(72.2, abs=0.1)
+    # the incident from the command alone: T = 93.9 GiB (baseline of the RTX PRO 6000 at TP8), 0.85, 70,272 B/token
+    tokens = int((0.85 * 93.9 * GiB - e.bytes_per_rank) // 70_272)
+    assert tokens == pytest.approx(116_171, rel=0.01)
+
+
+def test_kimi_k25_rocm_keeps_g_idx():
+    # CompressedTensorsWNA16TritonMoE keeps w13/w2 g_idx and sort indices: 60 MoE layers x 384 experts x
+    # (2 x 7168 + 2 x 2048/8) int32
+    e = sg("moonshotai/Kimi-K2.5", "--tp 8", platform="rocm")
+    assert e.parts["moe_g_idx"] == 60 * 384 * (2 * 7168 + 2 * 256) * 4
+    assert "moe_g_idx" not in sg("moonshotai/Kimi-K2.5", "--tp 8").parts
+    # vLLM 0.11 compressed_tensors_moe.py: the Triton CompressedTensorsWNA16MoEMethod (ROCm) keeps them too
+    assert vl("moonshotai/Kimi-K2.5", "-tp 8", "rocm", "0.11.0").parts["moe_g_idx"] == e.parts["moe_g_idx"]
+    assert "moe_g_idx" not in vl("moonshotai/Kimi-K2.5", "-tp 8", "cuda", "0.11.0").parts
+
+
+def test_dp_attention_replicates_attention_by_hand():
+    """--enable-dp-attention --dp 8 at TP 8: attention TP group of 1 (q_b, kv_b, o_proj whole; fused_qkv_a was
+    replicated anyway), w_kc/w_vc for all 64 heads, the embedding over the attention-TP group (0.5.9)."""
+    tp8 = sg("moonshotai/Kimi-K2.5", "--tp 8").bytes_per_rank
+    dp8 = sg("moonshotai/Kimi-K2.5", "--tp 8 --dp 8 --enable-dp-attention").bytes_per_rank
+    split = 1536 * 64 * 192 + 512 * 64 * 256 + 64 * 128 * 7168  # q_b + kv_b + o_proj params per layer
+    wkc_wvc = 64 * (128 + 128) * 512  # elements, bf16
+    embed = 163840 * 7168
+    expected = (61 * (split + wkc_wvc) + embed) * 2 * 7 // 8
+    assert dp8 - tp8 == pytest.approx(expected, abs=64 * 2**20)  # (allocator segment rounding moves ~0.05 GiB)
+    assert (dp8 - tp8) / GiB == pytest.approx(11.3, abs=0.1)
+
+
+def test_deepseek_v3_fp8_tp8_and_shared_expert_fusion():
+    e = sg("deepseek-ai/DeepSeek-V3", "--tp 8")
+    assert "shared_experts" not in e.parts  # fused into the MoE (256 experts, CUDA >= sm80, 0.4.8+)
+    # w_kc/w_vc: fp8 128x128 blocks dequantized to bf16 on CUDA: 61 x 16 heads x 256 x 512 x 2 B
+    assert e.parts["mla_w_kc_w_vc"] == 61 * 16 * 256 * 512 * 2
+    rocm = sg("deepseek-ai/DeepSeek-V3", "--tp 8", platform="rocm")
+    assert rocm.parts["mla_w_kc_w_vc"] == 61 * 16 * 256 * 512  # block_quant_to_tensor_quant keeps fp8
+
+
+def test_checkpoint_size_over_tp_is_not_what_a_rank_holds():
+    e = sg("moonshotai/Kimi-K2.5", "--tp 8")
+    naive = 595_148_745_696 / 8
+    assert e.bytes_per_rank - naive > 2.8 * GiB  # replicated pieces, copies and caches
+
+
+# ---- vLLM vs "Model loading took" ------------------------------------------------------------------------
+def _w8a8_70b():
+    cfg = dict(catalog_entry("meta-llama/Llama-3.1-70B")["config"])
+    # neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 config.json: compressed-tensors, int8 channel weights
+    cfg["quantization_config"] = {
+        "quant_method": "compressed-tensors", "format": "int-quantized", "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+            "num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}}}}
+    return spec_from_config(cfg, "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8")
+
+
+VLLM_LOGS = [
+    ("vllm-10517-llama31-8b-3090-20k", "meta-llama/Llama-3.1-8B", "", "cuda", "0.6.4.post1", 14.9888, 0.0005),
+    ("vllm-pr10511-llama3-8b-tp1", "meta-llama/Meta-Llama-3-8B", "", "cuda", "0.6.6.post1", 14.96, 0.005),
+    ("vllm-pr10511 TP2 (PR text)", "meta-llama/Meta-Llama-3-8B", "-tp 2", "cuda", "0.6.6.post1", 7.48, 0.005),
+    ("llmtracker-vllm063-mi300x-llama2-7b-tp1", "meta-llama/Llama-2-7b-chat-hf", "--dtype float16", "rocm",
+     "0.6.4.post1", 12.5523, 0.0005),
+    ("vllm-pr12569-llama31-70b-w8a8-v1", "w8a8", "", "cuda", "0.7.3", 67.7229, 0.001),
+]
+
+
+@pytest.mark.parametrize("case, model, flags, platform, version, logged, tol", VLLM_LOGS, ids=[c[0] for c in VLLM_LOGS])
+def test_vllm_matches_model_loading_took(case, model, flags, platform, version, logged, tol):
+    spec = _w8a8_70b() if model == "w8a8" else model
+    got = vl(spec, flags, platform, version).bytes_per_rank / GiB
+    assert got == pytest.approx(logged, abs=tol), (case, got)
+
+
+def test_vllm_deepseek_r1_mla_copies_per_version():
+    # ../shared/reference/vllm-lmcache-memory.md §8.2: V1 keeps W_UV/W_UK_T in bf16 (+0.24 GiB at TP8); V0 0.7.x
+    # absorbs into W_Q_UK / W_UV_O (+4.47 GiB); public logs 79.74 (0.11.2) and 83.88 (V0, H200)
+    v1 = vl("deepseek-ai/DeepSeek-R1", "-tp 8", version="0.11.0")
+    v0 = vl("deepseek-ai/DeepSeek-R1", "-tp 8", version="0.7.3")
+    assert v1.parts["mla_post_load"] / GiB == pytest.approx(0.24, abs=0.01)
+    assert v0.parts["mla_post_load"] / GiB == pytest.approx(4.47, abs=0.02)
+    assert v1.bytes_per_rank / GiB == pytest.approx(79.74, rel=0.003)
+    assert v0.bytes_per_rank / GiB == pytest.approx(83.88, rel=0.003)
+
+
+def test_online_fp8_70b_holds_fp8_and_peaks_in_bf16():
+    bf16 = vl("meta-llama/Llama-3.1-70B", "", "rocm", "0.8.5").bytes_per_rank
+    fp8 = vl("meta-llama/Llama-3.1-70B", "--quantization fp8", "rocm", "0.8.5")
+    # linear weights 1 byte instead of 2: 80 layers x (8192*(8192+1024+1024+8192) + 3*8192*28672) params
+    linear = 80 * (8192 * (8192 + 1024 + 1024 + 8192) + 3 * 8192 * 28672)
+    assert bf16 - fp8.bytes_per_rank == linear
+    assert fp8.load_peak_bytes == bf16  # Fp8LinearMethod <= 0.14: the bf16 model is materialized first
+    assert vl("meta-llama/Llama-3.1-70B", "--quantization fp8", "cuda", "0.21.0").load_peak_bytes == 0
+    sg_fp8 = sg("meta-llama/Llama-3.1-70B", "--quantization fp8", "rocm", "0.5.9")
+    assert sg_fp8.bytes_per_rank / GiB == pytest.approx(fp8.bytes_per_rank / GiB, abs=0.2)
+
+
+def test_expert_parallel_vllm():
+    tp = vl("Qwen/Qwen3-30B-A3B", "-tp 4").parts["experts"]
+    ep = vl("Qwen/Qwen3-30B-A3B", "-tp 4 --enable-expert-parallel").parts["experts"]
+    assert tp == ep == 48 * 128 * 3 * 2048 * 768 * 2 // 4  # 128 experts over 4 ranks either way
+    dp = vl("Qwen/Qwen3-30B-A3B", "-tp 4 -dp 2 --enable-expert-parallel").parts["experts"]
+    assert dp == tp // 2  # ep = dp x tp = 8
