@@ -74,15 +74,20 @@ class Pricing:
     def rank_tokens(self, plan: Plan) -> int:
         """Tokens of one pool, as the engine's log counts them (SGLang: per rank = per DP group; vLLM: the engine),
         anchored on the observed pool."""
-        cur = self.current
-        mine, base = self.engine.logged_kv_tokens(plan), self.engine.logged_kv_tokens(cur)
-        if self.observed_tokens is None:
-            return mine
-        ratio = cur.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
-        return max(0, round(mine + (self.observed_tokens - base) * ratio))
+        return anchored_tokens(self.engine, plan, self.current, self.observed_tokens)
 
     def groups(self, plan: Plan) -> int:
         return max(1, plan.per_replica.dp_groups)
+
+
+def anchored_tokens(engine: Engine, plan: Plan, current: Plan, observed_tokens: int | None) -> int:
+    """Tokens of one pool of ``plan`` as ``engine``'s log counts them, anchored on the pool the server reported for
+    ``current`` (None: the plan's own figure): ``plan + (observed - plan(current)) × cell(current) / cell(plan)``."""
+    mine = engine.logged_kv_tokens(plan)
+    if observed_tokens is None:
+        return mine
+    ratio = current.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
+    return max(0, round(mine + (observed_tokens - engine.logged_kv_tokens(current)) * ratio))
 
 
 def _findings(p: Pricing, plan: Plan, changes: dict[str, Any]) -> list[str]:

@@ -7,7 +7,7 @@ prefill, ...) through the engine's policy module (simulate/policy). What-ifs are
 
 With a log of the running server (``--calibrate``), the plan takes what the log measured (SGLang: the free memory
 before weights; the engine version) and the KV pool is anchored on the pool the server reported, the same rule as
-``kvplan diagnose`` (``diagnose.levers.Pricing.rank_tokens``): ``pool = plan + (observed - plan(current)) ×
+``kvplan diagnose`` (``diagnose.levers.anchored_tokens``): ``pool = plan + (observed - plan(current)) ×
 cell(current) / cell``.
 """
 
@@ -94,13 +94,12 @@ def read_anchor(path: str) -> LogAnchor:
 
 def _anchored(plan: Any, current: Any, observed: int | None) -> int:
     """Tokens of one scheduler's pool, anchored on the observed pool of ``current`` (diagnose's rule)."""
-    from kvplan.diagnose.levers import Pricing
+    from kvplan.diagnose.levers import anchored_tokens
+    from kvplan.engines import get_engine
 
     if observed is None:
-        return plan.per_replica.kv_tokens // max(1, plan.per_replica.dp_groups)
-    p = Pricing(engine=None, cmd=None, options=None, current=current, window=None,  # type: ignore[arg-type]
-                observed_tokens=observed, avg_tokens=None, command_known=False)
-    return p.rank_tokens(plan)
+        return int(plan.per_replica.kv_tokens // max(1, plan.per_replica.dp_groups))
+    return anchored_tokens(get_engine(plan.engine), plan, current, observed)
 
 
 def inputs_from_plan(result: Any, cmd: Any, options: dict, current: Any | None = None,
@@ -120,7 +119,7 @@ def inputs_from_plan(result: Any, cmd: Any, options: dict, current: Any | None =
         weights_bytes=plan.per_rank.weights_bytes,
         max_running_requests=max(1, plan.per_replica.max_running_requests // groups), dp_groups=groups,
         replicas=max(1, plan.per_replica.replicas), host_kv_tokens=plan.per_rank.host_kv_tokens,
-        gpu=str(plan.cluster.get("gpu") or ""), model_path=plan.settings.get("model_path"),
+        gpu=plan.cluster.gpu, model_path=getattr(plan.settings, "model_path", None),
         knobs=pol.knobs(plan, cmd), plan=plan, cmd=cmd, options=dict(options),
         findings=tuple(f for f in result.findings))
 

@@ -107,7 +107,8 @@ class PrefixCache(HostTier):
             s.prio = now
         if self.write_policy == "write_through_selective" and s.hits >= 2:
             self._to_host(s, now)
-        return s.tokens
+        tokens: int = s.tokens
+        return tokens
 
     def unlock(self, key, now: float, touch: bool) -> None:
         s = self.seg.get(key)
@@ -194,6 +195,7 @@ class PrefixCache(HostTier):
 
     def _evict_anon(self, want: int, now: float) -> int:
         a = self.anon[0]
+        pg: int
         if self.whole_leaf or a[1] <= want:
             self.anon.popleft()
             pg, gone = a[1], a[2]

@@ -40,7 +40,7 @@ class HostTier:
         s = self.seg.get(key)
         if s is None or s.host <= (s.tokens if s.on_device else 0):
             return 0
-        n = s.host - (s.tokens if s.on_device else 0)
+        n: int = s.host - (s.tokens if s.on_device else 0)
         self.host_load_tokens += n
         self._touch_host(s, now)
         return n

@@ -72,14 +72,15 @@ def knobs(plan: Any, cmd: Any) -> SGLangKnobs:
     """The knobs of a planned SGLang launch (``cmd`` is the LaunchCommand the plan was made from)."""
     from kvplan.engines.cmdline import Flag, parse_flags
     from kvplan.engines.sglang.args import FLAGS
+    from kvplan.engines.sglang.settings import sglang_settings
 
     v: dict[str, Any] = parse_flags(cmd.args, (*FLAGS, Flag("--schedule-conservativeness", "float"))).values
-    s = plan.settings
-    chunk = s.get("chunked_prefill_size")
+    s = sglang_settings(plan)
+    chunk = s.chunked_prefill_size
     env = dict(cmd.env)
     old = Version(plan.engine_version) < Version("0.5.0")
     return SGLangKnobs(
-        version=plan.engine_version, page_size=int(s.get("page_size") or 1),
+        version=plan.engine_version, page_size=int(s.page_size or 1),
         chunked_prefill_size=int(chunk) if chunk and int(chunk) > 0 else None,
         max_prefill_tokens=int(v.get("max_prefill_tokens") or 16384),
         max_running_requests=max(1, int(plan.per_rank.max_running_requests or 1)),

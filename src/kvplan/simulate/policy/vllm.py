@@ -170,7 +170,8 @@ class VLLMInstance(Instance):
             if -neg != r.seq:
                 continue
             if (r.state == PREFILLING and r in self.prefilling) or r in self.dec.members:
-                return r
+                victim: Req = r
+                return victim
         return None
 
     def _preempt(self, r: Req) -> None:

@@ -36,14 +36,15 @@ class VLLMKnobs:
 
 def knobs(plan: Any, cmd: Any) -> VLLMKnobs:
     from kvplan.engines.vllm.args import parse_vllm
+    from kvplan.engines.vllm.settings import vllm_settings
 
     a = parse_vllm(cmd)
-    s = plan.settings
+    s = vllm_settings(plan)
     prefix_caching = not a.flags_given or "--no-enable-prefix-caching" not in a.flags_given
     chunked = True
     if "--enable-chunked-prefill" in a.flags_given and getattr(a, "enable_chunked_prefill", True) is False:
         chunked = False
-    return VLLMKnobs(version=plan.engine_version, block_size=int(s.get("block_size") or 16),
-                     max_num_seqs=int(s.get("max_num_seqs") or plan.per_rank.max_running_requests or 256),
-                     max_num_batched_tokens=int(s.get("max_num_batched_tokens") or 2048),
+    return VLLMKnobs(version=plan.engine_version, block_size=int(s.block_size or 16),
+                     max_num_seqs=int(s.max_num_seqs or plan.per_rank.max_running_requests or 256),
+                     max_num_batched_tokens=int(s.max_num_batched_tokens or 2048),
                      chunked_prefill=chunked, prefix_caching=prefix_caching)

@@ -34,7 +34,8 @@ class StepModel:
     @property
     def c_kv(self) -> float:
         """Seconds per KV token attended to."""
-        return self._a["c_kv"]
+        c: float = self._a["c_kv"]
+        return c
 
     def decode_base(self, batch: int) -> float:
         """A(B): the part of a decode step that does not depend on the KV attended to."""
