@@ -88,4 +88,11 @@ def test_tune_ranks_dp_attention_and_the_fraction_step_above_hicache(log, curren
     # HiCache extends the prefix cache: the same pool, the same requests running
     assert hc.result.running_mean == pytest.approx(res.current.result.running_mean, rel=0.05)
     assert hc.kv_tokens == res.current.kv_tokens
-    assert any(c.refused for c in res.refused)  # the largest fraction steps fail check (gpu-headroom-low)
+    # the fraction steps stop where check's gpu-headroom-low starts (0.91), DP attention is at its own largest
+    # check-safe fraction; every ranked candidate is check-safe
+    assert "fraction 0.91" not in by
+    assert any("0.91 and above: gpu-headroom-low" in n for n in res.notes)
+    assert all(not c.refused and "gpu-headroom-low" not in c.warnings for c in res.ranked)
+    assert "--mem-fraction-static" in dp.flags and "--max-running-requests" in dp.flags
+    # TP8 twice on the 8 GPUs given: the candidate says it needs 16
+    assert by["2 replicas"].gpus_needed == 16 and dp.gpus_needed is None

@@ -117,10 +117,14 @@ def render_tune(res: Any, fit: Any, top: int) -> None:
     c.print(t)
     for i, cand in enumerate(res.ranked[:top], 1):
         c.print(f"[bold]{i}. {cand.name}[/bold]: {cand.command}")
+        if cand.gpus_needed:
+            c.print(f"   [yellow]needs {cand.gpus_needed} GPUs: more than the cluster given[/yellow]")
         if cand.note:
             c.print(f"   [dim]{cand.note}[/dim]")
     for cand in res.refused:
         c.print(f"[dim]refused by check: {cand.name}: {cand.refused}[/dim]")
+    for n in res.notes:
+        c.print(f"[dim]{n}[/dim]")
 
 
 def _fmt_s(v: float | None) -> str:

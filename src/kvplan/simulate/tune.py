@@ -1,10 +1,14 @@
 """``kvplan tune``: the levers ``check`` knows, each a new Plan of a rewritten command, simulated on the same workload.
 
 1. The current launch is simulated first (its result also tells the levers the running batch to aim at).
-2. Every lever of the engine (simulate/policy/<engine>_levers.py) is rewritten into the command and planned by
-   ``kvplan check``; a candidate with an error finding is refused (and, within a group such as the static-fraction
-   steps, so are the larger steps after it).
-3. The best lever of each group that beats the current launch is combined pairwise with the others.
+2. The engine's launch levers (``Engine.levers``, as diagnose prices them: only where check finds them safe; see
+   simulate/engine_levers.py) and its scheduler levers (simulate/policy/<engine>_levers.py) are rewritten into the
+   command and planned by ``kvplan check``; a candidate that is not check-safe (an error finding, or one of the
+   engine's ``headroom_findings``, SGLang's gpu-headroom-low) is refused (and, within a group such as the
+   static-fraction steps, so are the larger steps after it). A candidate on more GPUs than the cluster given says how
+   many it needs (``gpus_needed``).
+3. The best lever of each group that beats the current launch is combined pairwise with the others (not two levers
+   setting the same flag).
 Candidates are ranked by predicted steady-state generation throughput, then by p99 end-to-end latency.
 """
 
@@ -31,6 +35,7 @@ class Candidate:
     refused: str | None = None  # the error finding that refused it
     warnings: tuple[str, ...] = ()
     kv_tokens: int | None = None  # per scheduler instance
+    gpus_needed: int | None = None  # GPUs it runs on when that is more than the cluster given has
 
     @property
     def tps(self) -> float:
@@ -47,6 +52,7 @@ class Candidate:
         r = self.result
         return {"name": self.name, "flags": self.flags, "command": self.command, "note": self.note,
                 "refused": self.refused, "warnings": list(self.warnings), "kv_tokens_per_instance": self.kv_tokens,
+                "gpus_needed": self.gpus_needed,
                 "predicted": None if r is None else {
                     "gen_tps": round(r.gen_tps, 1), "steady_gen_tps": None if r.steady_gen_tps is None
                     else round(r.steady_gen_tps, 1), "prompt_tps": round(r.prompt_tps, 1),
@@ -72,14 +78,27 @@ class TuneResult:
 
 
 def _errors(check_result: Any) -> tuple[list[str], list[str]]:
-    errs = [f"{f.id}: {f.message}" for f in check_result.findings if f.severity == "error"]
-    warns = [f.id for f in check_result.findings if f.severity == "warning"]
+    """(what makes the candidate not check-safe: errors and the engine's headroom findings; the other warnings)."""
+    from kvplan.engines import get_engine
+
+    headroom = get_engine(check_result.plan.engine).headroom_findings
+    errs = [f"{f.id}: {f.message}" for f in check_result.findings
+            if f.severity == "error" or (f.severity == "warning" and f.id in headroom)]
+    warns = [f.id for f in check_result.findings if f.severity == "warning" and f.id not in headroom]
     return errs, warns
+
+
+def _gpus_needed(plan: Any, base: Any) -> int | None:
+    """GPUs ``plan`` runs on, when more than the base launch's cluster has (given, detected, or the base launch's
+    own GPUs: a cluster not given is taken to be what the launch runs on)."""
+    need = plan.per_replica.ranks * max(1, plan.per_replica.replicas)
+    return need if need > base.cluster.gpus_per_node * base.cluster.nodes else None
 
 
 def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
          progress: Callable[[str, int], None] | None = None) -> TuneResult:
     """``simulate(inputs)`` runs the workload on a launch with its step model; ``progress(name, total)``."""
+    from kvplan.simulate.engine_levers import engine_levers
     from kvplan.simulate.policy import policy_for
 
     pol = policy_for(base.engine)
@@ -88,9 +107,12 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
     current = Candidate("current", {}, base.command, "the launch as given", cur_res,
                         warnings=tuple(f.id for f in base.findings if f.severity == "warning"),
                         kv_tokens=base.kv_tokens)
+    series = cur_res.series
     hint = {"running_mean": cur_res.running_mean,
-            "running_max": max((p["running"] or 0) for p in cur_res.series) if cur_res.series else None}
-    singles: list[Lever] = list(pol.levers(base, hint))
+            "running_max": max((p["running"] or 0) for p in series) if series else None,
+            "inflight_max": max((p["running"] or 0) + (p["queued"] or 0) for p in series) if series else None}
+    skipped: list[str] = []
+    singles: list[Lever] = [*engine_levers(base, hint, skipped), *pol.levers(base, hint)]
     total = len(singles) + 3
     ok: list[tuple[Lever, Candidate]] = []
     refused: list[Candidate] = []
@@ -103,11 +125,12 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
         except Exception as e:  # noqa: BLE001 - a lever the engine model cannot plan is reported, not fatal
             return Candidate(lv.name, lv.flags, None, lv.note, refused=f"cannot plan: {e}")
         errs, warns = _errors(chk)
+        gpus = _gpus_needed(chk.plan, base.plan)
         if errs:
             return Candidate(lv.name, lv.flags, inputs.command, lv.note, refused=errs[0], warnings=tuple(warns),
-                             kv_tokens=inputs.kv_tokens)
+                             kv_tokens=inputs.kv_tokens, gpus_needed=gpus)
         return Candidate(lv.name, lv.flags, inputs.command, lv.note, simulate(inputs), warnings=tuple(warns),
-                         kv_tokens=inputs.kv_tokens)
+                         kv_tokens=inputs.kv_tokens, gpus_needed=gpus)
 
     for lv in singles:
         if lv.group in stopped:
@@ -123,7 +146,8 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
         if lv.combinable and c.tps > current.tps and (lv.group not in best or c.tps > best[lv.group][1].tps):
             best[lv.group] = (lv, c)
     tops = sorted(best.values(), key=lambda p: -p[1].tps)[:3]
-    combos = [(a[0].merged(b[0])) for i, a in enumerate(tops) for b in tops[i + 1:]]
+    combos = [a[0].merged(b[0]) for i, a in enumerate(tops) for b in tops[i + 1:]
+              if not set(a[0].flags) & set(b[0].flags)]
     for lv in combos:
         c = run(lv)
         if c.refused:
@@ -132,4 +156,5 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
             ok.append((lv, c))
     cands = [c for _, c in ok]
     ranked = sorted(cands, key=lambda c: (-c.tps, c.p99_e2e_s if c.p99_e2e_s is not None else float("inf")))
-    return TuneResult(current, tuple(ranked), tuple(refused), cur_res.workload, cur_res.step_model)
+    return TuneResult(current, tuple(ranked), tuple(refused), cur_res.workload, cur_res.step_model,
+                      tuple(f"lever not tried: {s}" for s in skipped))
