@@ -14,6 +14,7 @@ Candidates are ranked by predicted steady-state generation throughput, then by p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,9 +109,10 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
                         warnings=tuple(f.id for f in base.findings if f.severity == "warning"),
                         kv_tokens=base.kv_tokens)
     series = cur_res.series
-    hint = {"running_mean": cur_res.running_mean,
-            "running_max": max((p["running"] or 0) for p in series) if series else None,
-            "inflight_max": max((p["running"] or 0) + (p["queued"] or 0) for p in series) if series else None}
+    hint = {"running_mean": cur_res.running_mean,  # the series' points are means over their bins: whole requests up
+            "running_max": math.ceil(max((p["running"] or 0) for p in series)) if series else None,
+            "inflight_max": math.ceil(max((p["running"] or 0) + (p["queued"] or 0) for p in series))
+            if series else None}
     skipped: list[str] = []
     singles: list[Lever] = [*engine_levers(base, hint, skipped), *pol.levers(base, hint)]
     total = len(singles) + 3
