@@ -2,8 +2,9 @@
 
 launch (Plan -> LaunchInputs, the one adapter) · workload/ (generated, JSONL, benchmark results) · core/ (requests,
 closed-form decode batch, prefix cache + host tier, one scheduler instance, the cluster event loop, metrics) ·
-policy/ (per engine: knobs, scheduler, levers; ONE registry ``policy.POLICIES``) · steptime/ (roofline prior, step
-model, calibration from serving logs) · run / result / report / tune / cli.
+policy/ (per engine: knobs, scheduler, scheduler levers; chosen by ``Engine.scheduler_policy``) · engine_levers
+(the launch levers of ``Engine.levers``, priced where check finds them safe) · steptime/ (roofline prior, step
+model, calibration from serving logs) · run / result / report / tune (the CLI: kvplan.cli.simulate, kvplan.cli.tune).
 """
 
 from __future__ import annotations
