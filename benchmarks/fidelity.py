@@ -4,8 +4,11 @@ KV token count each log printed with kvplan's prediction.
     python benchmarks/fidelity.py [--corpus DIR] [--json]
 
 Prints one row per case (case, engine, version, model, observed tokens, predicted, error %) and a last line
-``fidelity: N cases, X % within 0.5 %, Y % within 1 %, Z unsupported``. A case is unsupported when its log lacks
-a token count, kvplan cannot identify its model or GPU, or the plan refuses it (the reason is printed).
+``fidelity: N cases; reproduced R (r %): X % within 0.5 %, Y % within 1 %; estimated E (e %): Z % within 2 %;
+unsupported U (u %)``. Reproduced: the log carries every input (kvplan must match it); estimated: the log lacks an
+input kvplan then estimates (named in the row); unsupported: the log lacks a token count, kvplan cannot identify
+its model or GPU, or the plan refuses it (the reason is printed). Known misses are expected failures with their
+reason in tests/test_reference_logs.py, never a stored copy of kvplan's own output.
 """
 
 from __future__ import annotations
@@ -68,14 +71,22 @@ def supported(rows: list[dict]) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> str:
+    """What it counts, each group with its own share of the cases: reproduced (the log has every input: kvplan
+    must match it), estimated (the log lacks an input kvplan then estimates), unsupported (no comparison)."""
+    total = len(rows)
     done = supported(rows)
-    n = len(done)
-    est = sum(1 for r in rows if r.get("estimated"))
+    est = [r for r in rows if r.get("estimated")]
+    n, m = len(done), len(est)
+
+    def share(k: int, of: int) -> str:
+        return f"{100 * k / of:.0f} %" if of else "n/a"
+
     w05 = sum(1 for r in done if abs(r["error_pct"]) <= 0.5)
     w1 = sum(1 for r in done if abs(r["error_pct"]) <= 1.0)
-    pct = (lambda k: f"{100 * k / n:.0f} %") if n else (lambda k: "n/a")
-    return (f"fidelity: {len(rows)} cases, {pct(w05)} within 0.5 %, {pct(w1)} within 1 %, "
-            f"{len(rows) - n - est} unsupported (+{est} estimated: the log lacks an input; {n} reproduced)")
+    e2 = sum(1 for r in est if abs(r["error_pct"]) <= 2.0)
+    return (f"fidelity: {total} cases; reproduced {n} ({share(n, total)}): {share(w05, n)} within 0.5 %, "
+            f"{share(w1, n)} within 1 %; estimated {m} ({share(m, total)}): {share(e2, m)} within 2 %; "
+            f"unsupported {total - n - m} ({share(total - n - m, total)})")
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import KvplanError
 from kvplan.options import PlanOptions
-from kvplan.result import CheckResult, Plan
+from kvplan.result import CheckResult, Finding, Plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines import Engine, LaunchCommand
@@ -40,11 +40,25 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     weights_gib (per rank), free_gib (per rank), avg_tokens.
     """
     from kvplan.engines import detect_engine, split_command
-    from kvplan.findings import Context, run_rules
+    from kvplan.suggest import suggest
 
     opts = _options(options)
     cmd = split_command(command)
     engine = detect_engine(cmd)
+    plan_, findings = _checked(engine, cmd, opts)
+
+    def recheck(text: str) -> tuple[Plan, list[Finding]]:  # the suggested command, checked like any launch
+        return _checked(engine, split_command(text), opts)
+
+    s = suggest(findings, lambda flags: engine.rewrite(cmd, flags), recheck)
+    return CheckResult(plan=plan_, findings=tuple(findings), suggested_command=s.command,
+                       suggested_plan=s.plan, suggested_findings=s.findings, suggestion_note=s.note)
+
+
+def _checked(engine: Engine, cmd: LaunchCommand, opts: PlanOptions) -> tuple[Plan, list[Finding]]:
+    """The plan of ``cmd`` and every finding rule's findings on it (no suggestion)."""
+    from kvplan.findings import Context, run_rules
+
     try:
         plan_ = engine.plan(cmd, opts)
     except KvplanError as e:  # a value the engine's own argparse refuses too: plan the defaults, report it
@@ -54,21 +68,7 @@ def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
     def replan(**changes: Any) -> Plan:
         return engine.replan(cmd, opts, **changes)
 
-    findings = run_rules(Context(plan_, replan))
-    fix_flags: dict[str, str | None] = {}
-    for f in findings:
-        if f.severity in ("error", "warning"):
-            for k, v in f.flags.items():
-                fix_flags.setdefault(k, v)
-    suggested, suggested_plan = None, None
-    if fix_flags:
-        suggested = engine.rewrite(cmd, fix_flags)
-        try:
-            suggested_plan = engine.plan(split_command(suggested), opts)
-        except Exception:  # noqa: BLE001 - the suggestion is advice; the check itself stands
-            suggested_plan = None
-    return CheckResult(plan=plan_, findings=tuple(findings), suggested_command=suggested,
-                       suggested_plan=suggested_plan)
+    return plan_, run_rules(Context(plan_, replan))
 
 
 def _plan_without_rejected(engine: Engine, cmd: LaunchCommand, opts: PlanOptions, error: Exception) -> Plan:

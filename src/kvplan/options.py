@@ -10,6 +10,11 @@ def _help(text: str) -> dict[str, str]:
     return {"help": text}
 
 
+def _internal(text: str) -> dict[str, object]:
+    """A field set by code (kvplan.deploy), not a command-line option."""
+    return {"help": text, "cli": False}
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     gpu: str | None = field(default=None, metadata=_help(
@@ -17,10 +22,16 @@ class PlanOptions:
     gpu_mem_mib: int | None = field(default=None, metadata=_help(
         "GPU memory.total in MiB, for GPUs not in the catalog"))
     gpus_per_node: int | None = field(default=None, metadata=_help(
-        "GPUs per node (default: ranks of the launch, up to 8)"))
-    nodes: int = field(default=1, metadata=_help("nodes of the launch (default 1)"))
+        "GPUs per node (default: the launch's ranks per node, at most 8; more ranks span more nodes)"))
+    nodes: int = field(default=1, metadata=_help(
+        "nodes of the launch (default 1, or as many as the ranks need at --gpus-per-node); host figures are per node"))
     host_mem_gib: float | None = field(default=None, metadata=_help(  # host memory available to the engine, one node
-        "host memory available to the engine per node, GiB (default: MemAvailable here)"))
+        "host memory available to the engine on one node, GiB (MemAvailable there). Default: this machine's "
+        "MemAvailable when the plan is for this machine (its GPU detected here, --gpu naming the GPU NVML finds "
+        "here, or --local-host); otherwise unknown"))
+    local_host: bool = field(default=False, metadata=_help(
+        "the plan is for this machine: take its MemAvailable and /dev/shm as the node's even though --gpu "
+        "is given (e.g. a GPU NVML cannot see)"))
     engine_version: str | None = field(default=None, metadata=_help(
         "engine version (default: installed one, else newest known)"))
     model_config: str | None = field(default=None, metadata=_help(
@@ -33,3 +44,12 @@ class PlanOptions:
         "tokens per request (prompt+output), default 4096"))
     kv_memory_gib: float | None = field(default=None, metadata=_help(  # per rank, replaces vLLM's profiling
         "vLLM: KV memory per rank as a startup log printed it ('Available KV cache memory: X GiB')"))
+    # A container's limits (kvplan.deploy fills them from a manifest; --shm-gib / --container-mem-gib by hand)
+    shm_gib: float | None = field(default=None, metadata=_help(  # per node (one container per node)
+        "size of /dev/shm per node, GiB (a container's --shm-size; default: this machine's when detected)"))
+    container_mem_gib: float | None = field(default=None, metadata=_help(  # per node: the cgroup that OOM-kills
+        "container (cgroup) memory limit per node, GiB: the kernel OOM-kills the container above it"))
+    gpus_requested: int | None = field(default=None, metadata=_help(  # per node (pod / container / Slurm node)
+        "GPUs the container or job is given per node (checked against the launch's ranks per node)"))
+    shm_source: str | None = field(default=None, metadata=_internal("where the /dev/shm size comes from"))
+    container_mem_source: str | None = field(default=None, metadata=_internal("where the memory limit comes from"))

@@ -65,6 +65,17 @@ class RankPlan:
     swa_tokens: int | None = None
     mamba_slots: int | None = None
     kv_blocks: int | None = None
+    kv_tokens_low: int | None = None  # the band: every estimated input at its worst / best end (None: exact)
+    kv_tokens_high: int | None = None
+
+    @property
+    def kv_tokens_range(self) -> tuple[int, int]:
+        """(low, high) KV tokens per rank: the value itself when every input is exact (a log's figures, a given KV
+        size), else the plan at each estimated input's ends (engines/<engine>: baseline, weights, activation peak,
+        non-torch, graphs)."""
+        lo = self.kv_tokens if self.kv_tokens_low is None else self.kv_tokens_low
+        hi = self.kv_tokens if self.kv_tokens_high is None else self.kv_tokens_high
+        return min(lo, self.kv_tokens), max(hi, self.kv_tokens)
 
     @property
     def static(self) -> StaticPoolBudget | None:
@@ -79,6 +90,7 @@ class RankPlan:
         d: dict[str, Any] = {
             "weights_bytes": self.weights_bytes, "baseline_free_bytes": st.baseline_free_bytes,
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_tokens": self.kv_tokens,
+            "kv_tokens_range": list(self.kv_tokens_range),
             "kv_pool_bytes": self.kv_pool_bytes, "headroom_bytes": st.headroom_bytes,
             "max_running_requests": self.max_running_requests, "req_to_token_bytes": st.req_to_token_bytes,
             "cuda_graph_bytes": st.cuda_graph_bytes, "headroom_after_pools_bytes": st.headroom_after_pools_bytes,
@@ -99,16 +111,35 @@ class RankPlan:
 class NodePlan:
     ranks: int  # GPU ranks of this launch on one node
     host_kv_bytes: int  # sum of the host KV pools of those ranks
-    host_available_bytes: int  # host memory available on the node (see host_available_source)
-    host_available_source: str
+    host_available_bytes: int | None  # host memory available on the node (see host_available_source); None: unknown
+    host_available_source: str  # "--host-mem-gib", "this machine's MemAvailable (why)" or "not given (why)"
     host_reserve_bytes: int = 0  # what the engine keeps free for the OS (SGLang: 10 GiB)
-    shm_bytes: int | None = None
+    shm_bytes: int | None = None  # size of /dev/shm on the node (inside the container)
+    # A container's limits (kvplan.deploy / --container-mem-gib, --gpus-requested); in the JSON only when known
+    shm_source: str | None = None
+    container_limit_bytes: int | None = None  # cgroup memory limit of the engine's container on this node
+    container_limit_source: str | None = None
+    gpus_requested: int | None = None  # GPUs the container / job is given on this node
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for k in ("shm_source", "container_limit_bytes", "container_limit_source", "gpus_requested"):
+            if d[k] is None:
+                del d[k]
         d["host_kv_gb"] = round(self.host_kv_bytes / 1e9, 2)
-        d["host_available_gib"] = round(self.host_available_bytes / GiB, 2)
+        d["host_available_gib"] = None if self.host_available_bytes is None else round(
+            self.host_available_bytes / GiB, 2)
         return d
+
+    @property
+    def host_known(self) -> bool:
+        """Whether the node's host memory is known (given, or this machine's for a plan of this machine)."""
+        return self.host_available_bytes is not None
+
+    @property
+    def host_usable_bytes(self) -> int | None:
+        """What the host tiers may take on the node: available minus the engine's (or kvplan's) OS reserve."""
+        return None if self.host_available_bytes is None else self.host_available_bytes - self.host_reserve_bytes
 
 
 @dataclass(frozen=True)
@@ -116,7 +147,7 @@ class ReplicaPlan:
     ranks: int  # GPU ranks serving one copy of the model
     dp_groups: int  # independent KV pools inside the replica (DP attention groups)
     kv_tokens: int  # distinct tokens the replica can hold on GPU (summed over DP groups)
-    avg_tokens: int  # tokens per request (prompt + output) the fit is computed for
+    avg_tokens: int  # tokens per request (prompt + output) the fit is computed for: min(--avg-tokens, context length)
     requests_fit: int  # requests of avg_tokens that fit at once (KV and max_running_requests)
     max_running_requests: int  # summed over DP groups
     replicas: int = 1  # replicas in this launch (plain --dp)
@@ -158,7 +189,7 @@ class ClusterSummary:
     gpu_source: str
     gpus_per_node: int
     nodes: int
-    host_mem_gib: float  # host memory available to the engine on one node
+    host_mem_gib: float | None  # host memory available to the engine on one node; None: not given (other hardware)
     host_mem_source: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,6 +279,8 @@ class CheckResult:
     findings: tuple[Finding, ...]
     suggested_command: str | None = None
     suggested_plan: Plan | None = None
+    suggested_findings: tuple[Finding, ...] = ()  # the suggested command, checked: never an error (kvplan.suggest)
+    suggestion_note: str | None = None  # why no suggested command is shown although findings proposed fixes
 
     @property
     def verdict(self) -> str:
@@ -266,6 +299,11 @@ class CheckResult:
             sp = self.suggested_plan
             d["suggested"] = {"per_rank": {"kv_tokens": sp.per_rank.kv_tokens,
                                            "host_kv_bytes": sp.per_rank.host_kv_bytes},
-                              "per_node": {"host_kv_bytes": sp.per_node.host_kv_bytes}}
+                              "per_node": {"host_kv_bytes": sp.per_node.host_kv_bytes},
+                              "verdict": "warn" if any(f.severity == "warning" for f in self.suggested_findings)
+                              else "ok",
+                              "findings": [f"{f.id} ({f.severity})" for f in self.suggested_findings]}
+        if self.suggestion_note:
+            d["suggestion_note"] = self.suggestion_note
         d["verdict"] = self.verdict
         return d

@@ -22,3 +22,19 @@ def fmt_host(n_bytes: float) -> str:
     if n_bytes < 1e12:
         return f"{n_bytes / GB:,.1f} GB ({n_bytes / GiB:,.1f} GiB)"
     return f"{n_bytes / 1e12:,.2f} TB ({n_bytes / GiB:,.0f} GiB)"
+
+
+def _compact(n: int) -> str:
+    """``121,432`` -> ``121K``, ``2,504,169`` -> ``2.50M``, ``9,750`` -> ``9.75K``: three significant digits."""
+    for div, unit in ((1_000_000, "M"), (1_000, "K")):
+        if abs(n) >= div:
+            x = n / div
+            return f"{x:.3g}{unit}" if x < 100 else f"{x:.0f}{unit}"
+    return f"{n:,}"
+
+
+def fmt_count_band(value: int, low: int, high: int) -> str:
+    """A count with its error band: ``116,895 (112K–121K)``; the bare count when the band collapses (exact)."""
+    if low == high == value:
+        return f"{value:,}"
+    return f"{value:,} ({_compact(low)}–{_compact(high)})"

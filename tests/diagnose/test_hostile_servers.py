@@ -123,7 +123,7 @@ def test_memory_of_one_scrape_is_bounded_by_the_cap_not_the_page():
     line = b'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n'
     with server({"/v1/models": js(MODELS), "/metrics": huge(PAGE_200MB, line)}) as (url, _):
         o = _child(CHILD_SCRAPE, url, "0.1", "0.05")
-    assert o["hwm_kib"] < 200 * 1024 and o["scrapes"] == 2, o
+    assert o["hwm_kib"] < 200 * 1024 and 2 <= o["scrapes"] <= 3, o  # the window's ends (+1 if a scrape straddles)
     assert o["s"] < 4 * TIMEOUT_S + 5, o
 
 

@@ -25,9 +25,10 @@ HW = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "engine_version": "
 CELL = (512 + 64) * 61 * 2
 
 
-@pytest.fixture(params=[",", "."], ids=["comma-0.5.x", "dot-older"])
-def incident(request, tmp_path):
-    log = write_incident_log(tmp_path / "sglang_inference.log", sep=request.param)
+@pytest.fixture(scope="module", params=[",", "."], ids=["comma-0.5.x", "dot-older"])
+def incident(request, tmp_path_factory):
+    """One diagnosis per log format for the whole module (the tests only read it)."""
+    log = write_incident_log(tmp_path_factory.mktemp("incident") / "sglang_inference.log", sep=request.param)
     return diagnose(log=str(log), **HW)
 
 

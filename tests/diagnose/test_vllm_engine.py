@@ -34,6 +34,7 @@ from tests.integration.vllm_engine import (
     _SCRUB_ENV,
     API_SERVER,
     REPO,
+    die_with_parent,
     engine_python,
     free_port,
     stop_group,
@@ -94,7 +95,7 @@ def serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterator
     base, t0 = f"http://127.0.0.1:{port}", time.monotonic()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent)
     try:
         wait_healthy(proc, base, t0, HEALTH_TIMEOUT_S, log_path, argv)
         print(f"\n[vllm-cpu] /health after {time.monotonic() - t0:.1f} s ({' '.join(flags)})")

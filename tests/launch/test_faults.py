@@ -61,7 +61,8 @@ def test_ignores_sigterm(tmp_path):
     _aborted(run, "ready-timeout")
     assert len(run.pids) == 2
     assert run.event("exit")["stop_s"] >= 0.3  # it took the SIGKILL after the grace
-    assert run.ended - (run.started + 0.6) <= MAX_LATENCY_S + 0.5  # + kvplan's own start
+    # on kvplan's own clock (events' "t": from the spawn), so its Python start-up under a loaded machine is not counted
+    assert run.event("exit")["t"] - 0.6 <= MAX_LATENCY_S
 
 
 @pytest.mark.parametrize("clean_env", [False, True], ids=["marker", "clean-env"])
@@ -134,7 +135,8 @@ def test_stop_on_request_is_clean(tmp_path, sig):
 def test_second_signal_skips_the_grace(tmp_path):
     run = launch(tmp_path, ["--stop-grace", "30"], fault("ignore_term.py"),
                  signals=[(0.9, signal.SIGTERM), (1.2, signal.SIGTERM)])
-    assert run.code == 0 and run.ended - run.started < 5
+    # the 30 s grace was skipped: kvplan's own clock (from the spawn) ends far below it, whatever the machine's load
+    assert run.code == 0 and run.event("exit")["t"] < 10
     assert not left_behind(run)
 
 

@@ -37,21 +37,34 @@ def test_cudagraph_term_follows_the_version_and_flags(version, prefix, extra, gr
 
 
 def test_terms_add_up_and_range_brackets_the_value():
-    """available = ceil((total - reserve) x gmu) - sum(costs); the range puts every term at its ends."""
+    """available = ceil((total - reserve) x gmu) - sum(costs); the range adds the terms' spreads in quadrature, so
+    each side lies between the largest single spread and the sum of all spreads."""
     p = _plan(CMD, "0.33.0")
     s = p.settings.to_dict()
     terms = {t["name"]: t for t in s["kv_budget_terms"]}
     costs = sum(t["bytes"] for n, t in terms.items() if n != "torch-total-reserve")
-    assert s["requested_bytes_per_rank"] - costs == s["kv_budget_bytes_per_rank"]
+    avail = s["kv_budget_bytes_per_rank"]
+    assert s["requested_bytes_per_rank"] - costs == avail
     lo, hi = s["kv_budget_range_bytes_per_rank"]
-    assert lo < s["kv_budget_bytes_per_rank"] < hi
-    assert terms["weights"]["low_bytes"] == terms["weights"]["bytes"] == terms["weights"]["high_bytes"]
+    assert lo < avail < hi
+    # weights synthesized from config.json (no checkpoint here): +-(0.15 GiB load context + 1 % of the tensors)
+    w = terms["weights"]
+    spread = int(0.15 * GiB) + int(0.01 * w["bytes"])
+    assert (w["low_bytes"], w["high_bytes"]) == (w["bytes"] - spread, w["bytes"] + spread)
+    down = [t["high_bytes"] - t["bytes"] for n, t in terms.items() if n != "torch-total-reserve"]
+    up = [t["bytes"] - t["low_bytes"] for n, t in terms.items() if n != "torch-total-reserve"]
+    assert max(down) <= avail - lo <= sum(down) + terms["torch-total-reserve"]["high_bytes"] + 0.015 * avail
+    assert max(up) <= hi - avail <= sum(up) + terms["torch-total-reserve"]["bytes"] + 0.015 * avail
     for name in ("activation-peak", "non-torch", "cudagraph-estimate", "torch-total-reserve"):
         t = terms[name]
         assert t["low_bytes"] <= t["bytes"] <= t["high_bytes"] and t["low_bytes"] < t["high_bytes"], name
         assert t["source"]
-    # H100 (8192 tokens, 1024 sequences in 0.33 `vllm serve`): 0.33 samples with the fused path (6 B/logit)
+    # H100 (8192 tokens, 1024 sequences in 0.33 `vllm serve`)
     assert s["max_num_batched_tokens"] == 8192 and s["max_num_seqs"] == 1024
+    # the plan's token band is the capacity at the budget's ends (Llama-3.1-8B: 128 KiB per token, block 16)
+    r = p.per_rank
+    assert r.kv_tokens_range[0] < r.kv_tokens < r.kv_tokens_range[1]
+    assert abs(r.kv_tokens_range[0] - lo // (128 * 1024) // 16 * 16) <= 16 * 2
 
 
 @pytest.mark.parametrize("cmd, opts", [
@@ -63,6 +76,7 @@ def test_exact_budget_collapses_the_band(cmd, opts):
     s = p.settings.to_dict()
     assert s["kv_budget_exact"] and s["kv_budget_terms"] == []
     assert s["kv_budget_range_bytes_per_rank"] == [20 * GiB, 20 * GiB] == [s["kv_budget_bytes_per_rank"]] * 2
+    assert p.per_rank.kv_tokens_range == (p.per_rank.kv_tokens, p.per_rank.kv_tokens)  # the band collapses
 
 
 def test_v0_activation_grows_with_max_model_len():

@@ -28,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     html_option(g)
     c.add_argument("--example", action="store_true",
                    help="check the built-in example (the Kimi-K2.5 HiCache incident: TP8, 300 GB per rank)")
+    c.add_argument("-f", "--file", action="append", metavar="FILE", default=None,
+                   help="a deployment to check: Kubernetes YAML (also multi-document, helm template output), Compose "
+                        "file, Dockerfile, sbatch script or docker run line; a directory; - for stdin (repeatable)")
     return c
 
 
@@ -37,12 +40,17 @@ def emit(result: CheckResult, a: argparse.Namespace) -> int:
     from kvplan.report.html import cli as html_cli
 
     html_cli.emit(a.cmd, a, result.to_dict())
-    if a.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        from kvplan.report.human import render
+    try:
+        if a.json:
+            print(json.dumps(result.to_dict(), indent=2), flush=True)
+        else:
+            from kvplan.report.human import render
 
-        render(result)
+            render(result)
+    except BrokenPipeError:  # `kvplan check ... | head`: the reader left; the verdict stands, the pipe is no error
+        from kvplan.report.console import quiet_stdout
+
+        quiet_stdout()
     return result.exit_code
 
 
@@ -51,6 +59,12 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     from kvplan.cli.options import plan_options
 
     opts = plan_options(a)
+    if a.file:
+        if command or a.example:
+            parser.error("-f FILE takes no launch command and no --example")
+        from kvplan.cli.deploy import run_files
+
+        return run_files(a, opts)
     if a.example:
         if command:
             parser.error("--example takes no launch command")

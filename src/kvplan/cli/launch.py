@@ -81,6 +81,7 @@ def _preflight(a: argparse.Namespace, command: list[str],
     opts = plan_options(a)
     if opts.get("host_mem_gib") is None and a.host_budget_gib is not None:
         opts["host_mem_gib"] = a.host_budget_gib
+    opts["local_host"] = True  # the launch runs here: this machine's host is the node's (hardware.cluster)
     try:
         res = api.check(command, **opts)
     except KvplanError as e:

@@ -1,7 +1,8 @@
 """``kvplan`` command line. argparse only (fast start); each subcommand is a module of this package
 (``add_parser(subparsers)``, ``run(args, command, parser) -> exit code``) that loads heavy modules inside ``run``.
 
-Exit codes: 0 ok (warnings allowed), 1 an error finding, 2 bad usage or unreadable input.
+Exit codes: 0 ok (warnings allowed), 1 an error finding, 2 bad usage or unreadable input; a closed pipe on
+stdout is not an error (the command's own code, quietly).
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KvplanError as e:
         print(f"kvplan: error: {e}", file=sys.stderr)
         return 2
-    except (BrokenPipeError, KeyboardInterrupt):
+    except BrokenPipeError:  # the reader of a pipe left (`kvplan gpus | head`): not an error, exit quietly
+        from kvplan.report.console import quiet_stdout
+
+        quiet_stdout()
+        return 0
+    except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         if os.environ.get("KVPLAN_DEBUG"):

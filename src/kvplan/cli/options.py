@@ -28,9 +28,13 @@ def add_plan_options(parser: argparse.ArgumentParser, title: str = "hardware and
     hints = typing.get_type_hints(PlanOptions)
     g = parser.add_argument_group(title)
     for f in fields(PlanOptions):
-        if f.name in skip:
+        if f.name in skip or f.metadata.get("cli") is False:
             continue
         default = (defaults or {}).get(f.name, None if f.default is MISSING else f.default)
+        if _type(hints[f.name]) is bool:  # a switch: --local-host
+            g.add_argument("--" + f.name.replace("_", "-"), action="store_true", default=bool(default),
+                           help=(helps or {}).get(f.name, f.metadata.get("help")))
+            continue
         g.add_argument("--" + f.name.replace("_", "-"), type=_type(hints[f.name]), default=default,
                        help=(helps or {}).get(f.name, f.metadata.get("help")))
     return g

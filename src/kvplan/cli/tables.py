@@ -8,6 +8,6 @@ from typing import Any
 
 def console() -> Any:
     """A terminal gets its own width (long values wrap); a pipe gets a wide table so grep finds whole names."""
-    from rich.console import Console
+    from kvplan.report.console import console as make_console
 
-    return Console() if sys.stdout.isatty() else Console(width=220)
+    return make_console() if sys.stdout.isatty() else make_console(width=220)

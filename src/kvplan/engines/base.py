@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 from kvplan.engines.cmdline import LaunchCommand, flags_from_values
 from kvplan.errors import KvplanError
 from kvplan.result import Finding, Plan
-from kvplan.units import fmt_gib
+from kvplan.units import fmt_count_band, fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
-    from kvplan.engines.results import Comparison, MetricNames, ServingDialect, SliderView, StartupDialect
+    from kvplan.engines.results import Comparison, MetricNames, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -193,6 +193,21 @@ class Engine(ABC):
         """(the fix in words, the fixed command) for a host-memory KV cache of ``gib_per_rank`` GiB per rank."""
         raise NotImplementedError(f"{self.display_name} keeps no KV cache in host memory")
 
+    # ---- inside a deployment (kvplan.deploy: Docker, Compose, Kubernetes, Slurm) ----
+    image_entrypoints: ClassVar[Mapping[str, tuple[str, ...]]] = {}  # image repository -> the ENTRYPOINT it runs
+    image_hints: ClassVar[tuple[str, ...]] = ()  # words in an image repository that name this engine's images
+    env_prefixes: ClassVar[tuple[str, ...]] = ()  # environment variables it reads (kept with the launch command)
+
+    def cgroup_note(self, plan: Plan) -> str | None:
+        """What this engine version's own host-memory check does about a container's cgroup limit (reads it and
+        refuses, only warns, or is blind to it), for container-memory-limit; None when it makes no such check."""
+        return None
+
+    def ipc_shm_bytes(self, plan: Plan) -> int | None:
+        """/dev/shm the ranks of one node need for the engine's own inter-process queues (ipc-missing compares the
+        container's /dev/shm with it); None when not known."""
+        return None
+
     # ---- a running server ----
     default_port: ClassVar[int] = 8000
     health_paths: ClassVar[tuple[str, ...]] = ("/health", "/v1/models")  # all 2xx: ready
@@ -226,7 +241,8 @@ class Engine(ABC):
         r = plan.per_rank
         return [("weights", fmt_gib(r.weights_bytes), "per rank"),
                 ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", plan.settings.kv_cache_dtype),
-                ("KV tokens", f"{r.kv_tokens:,}", "per rank"), ("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU"),
+                ("KV tokens", fmt_count_band(r.kv_tokens, *r.kv_tokens_range), "per rank"),
+                ("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU"),
                 ("max running requests", f"{r.max_running_requests:,}", "per rank")]
 
     # ---- host tiers ----
@@ -239,15 +255,33 @@ class Engine(ABC):
         """What the engine says when its own host check refuses the launch; None when nothing stops it."""
         return None
 
+    def host_node_labels(self, plan: Plan) -> tuple[str, str]:
+        """The "Per node" rows' names for the host tiers of all ranks and for ``per_node.host_reserve_bytes``."""
+        return "host KV requested (all ranks)", "OS reserve (kept free by kvplan)"
+
     # ---- kvplan plan: a launch from plain options ----
     def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
         """The launch command of ``model`` on tp × dp × pp ranks (None: this engine has no such builder yet)."""
         return None
 
+    def plan_settings(self) -> tuple[PlanSetting, ...]:
+        """The settings ``kvplan plan --engine <name>`` takes as options, each one of the engine's launch flags."""
+        return ()
+
     def plan_flags(self, values: Mapping[str, Any]) -> list[str]:
-        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None: not given).
-        Integral numbers are written as integers: an engine's ``type=int`` flag refuses ``100.0``."""
-        given = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()}
+        """Launch flags for settings given as plain options (``{"mem_fraction_static": 0.9}``; None or False: not
+        given). Integral numbers are written as integers: an engine's ``type=int`` flag refuses ``100.0``. A setting
+        this engine has no flag for is a KvplanError naming the engine's own settings."""
+        given = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()
+                 if v is not None and v is not False}
+        own = {s.key for s in self.plan_settings()}
+        foreign = sorted(k for k in given if k not in own)
+        if foreign:
+            names = ", ".join("--" + k.replace("_", "-") for k in foreign)
+            mine = ", ".join("--" + k.replace("_", "-") for k in sorted(own)) or "none"
+            raise KvplanError(f"kvplan plan: {names} is not a {self.display_name} setting",
+                              f"{self.display_name} takes {mine}; any other flag goes in a launch command for "
+                              "kvplan check")
         return flags_from_values(given.items(), self.flag_table())
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:

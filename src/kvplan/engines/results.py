@@ -11,6 +11,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from kvplan.logs.serving import Sample
 
 
+@dataclass(frozen=True)
+class PlanSetting:
+    """One option of ``kvplan plan`` that becomes a launch flag of an engine (``Engine.plan_settings``): the flag's
+    key (``mem_fraction_static`` -> ``--mem-fraction-static``), its type (int, float, str, bool: a switch) and what
+    it means, with its unit and scope."""
+
+    key: str
+    type: type
+    help: str
+
+
 @dataclass
 class Comparison:
     """One figure a log printed next to the plan's (``kvplan explain``), with the tolerance the log's own rounding

@@ -4,6 +4,15 @@ A rule is a module with ``ID`` and ``check(ctx) -> list[Finding]``. Rules read t
 "what if", it asks ``ctx.replan(**changes)`` for another Plan from the same engine model. The rules here hold for
 every engine; each engine package adds its own (``kvplan/engines/<engine>/findings/``). Every rule has a position:
 findings of equal severity are reported in position order.
+
+Severity scale (one for every rule; the verdict follows: any error -> fail (exit 1), else any warning -> warn, else
+ok; both exit 0):
+
+- **error**: the engine will fail, hang or get killed with this launch (its argparse rejects a flag, it refuses to
+  start, no KV room, host memory oversubscribed with nothing to stop it);
+- **warning**: it starts, but a named risk is likely (host tiers above 90 % of the node's available memory, GPU
+  headroom under the engine's own recommendation, requests the pool cannot hold rejected, ...);
+- **info**: good to know (capacity advice, what kvplan could not check, e.g. host memory not given).
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from kvplan.result import Finding
 
 Context = FindingContext  # the name rules use
 GENERIC: tuple[tuple[int, str], ...] = (
-    (20, "host_oversubscribed"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
+    (15, "container_memory_limit"), (20, "host_oversubscribed"), (25, "host_near_full"), (26, "gpu_count_mismatch"),
+    (27, "ipc_missing"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
     (130, "unknown_flags"), (140, "architecture_assumed"),
 )
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -226,8 +226,12 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         quant_method=(quant.get("quant_method") if isinstance(quant, dict) else None),
         kv_cache_fp8=kv_algo.startswith("FP8"),
         is_multimodal=vision is not None,
-        vit_layers=(vision or {}).get("num_hidden_layers") or (vision or {}).get("depth"),
-        vit_hidden=(vision or {}).get("hidden_size"),
+        # Kimi-K2.5 writes vt_num_hidden_layers / vt_hidden_size; SGLang's KimiK25VisionConfig holds the same
+        # values as num_hidden_layers / hidden_size (27, 1152: its defaults, https://github.com/sgl-project/sglang/
+        # blob/v0.5.9/python/sglang/srt/configs/kimi_k25.py), which adjust_mem_fraction_for_vlm reads
+        vit_layers=(vision or {}).get("num_hidden_layers") or (vision or {}).get("depth")
+        or (vision or {}).get("vt_num_hidden_layers"),
+        vit_hidden=(vision or {}).get("hidden_size") or (vision or {}).get("vt_hidden_size"),
         num_nextn_predict_layers=int(c.get("num_nextn_predict_layers") or 0),
     )
     common.update(extra)

@@ -11,47 +11,54 @@ SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 VERDICT_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow", "ok": "bold white on green"}
 
 
-def render(result: CheckResult, console: Any = None) -> None:
-    from rich.console import Console
+def _table(title: str, columns: tuple[str, ...]) -> Any:
+    """A report table whose long values wrap inside their cell (``overflow="fold"``), never cut with an ellipsis."""
     from rich.table import Table
 
-    con = console or Console()
+    t = Table(title=title, title_justify="left")
+    for name in columns:
+        t.add_column(name, justify="right" if name == "value" else "left", overflow="fold",
+                     style="dim" if name == "how" else "", no_wrap=False)
+    return t
+
+
+def render(result: CheckResult, console: Any = None) -> None:
+    from kvplan.report.console import console as make_console
+
+    con = console or make_console()
     p, n, rep, s = result.plan, result.plan.per_node, result.plan.per_replica, result.plan.settings
     c = p.cluster
+    host = c.host_mem_source if c.host_mem_gib is None else f"{c.host_mem_gib:,} GiB ({c.host_mem_source})"
     con.print(f"[bold]kvplan check[/] · {p.engine} {p.engine_version} [dim]({p.version_source})[/] · "
               f"{p.model.name} [dim]({p.model.architecture}, {p.model.attention})[/]")
     con.print(f"[dim]{c.gpu} · {c.gpu_mem_mib:,} MiB per GPU ({c.gpu_source}) · "
-              f"{c.gpus_per_node} GPUs per node × {c.nodes} node(s) · host {c.host_mem_gib:,} GiB "
-              f"({c.host_mem_source})[/]")
+              f"{c.gpus_per_node} GPUs per node × {c.nodes} node(s) · host memory per node {host}[/]")
 
-    t = Table(title=f"Per rank (each of {s.world_size} ranks)", title_justify="left")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    t.add_column("how", style="dim")
+    t = _table(f"Per rank (each of {s.world_size} ranks)", ("what", "value", "how"))
     from kvplan.engines import get_engine
 
-    for row in get_engine(p.engine).report_rows(p):
+    engine = get_engine(p.engine)
+    for row in engine.report_rows(p):
         t.add_row(*row)
     con.print(t)
 
-    t = Table(title="Per node", title_justify="left")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    t.add_row("GPU ranks of this launch", f"{n.ranks}")
+    t = _table("Per node", ("what", "value", "how"))
+    t.add_row("GPU ranks of this launch", f"{n.ranks}", f"{c.gpus_per_node} GPUs per node × {c.nodes} node(s)")
     if n.host_kv_bytes:
-        over = n.host_kv_bytes > n.host_available_bytes - n.host_reserve_bytes
-        style = "bold red" if over else ""
-        t.add_row("host KV requested (all ranks)", f"[{style}]{fmt_host(n.host_kv_bytes)}[/]" if style else
-                  fmt_host(n.host_kv_bytes))
-        t.add_row("host memory available", fmt_host(n.host_available_bytes))
-        t.add_row("engine host reserve", fmt_gib(n.host_reserve_bytes))
-    if n.shm_bytes is not None and p.cluster.host_mem_source.startswith("detected"):
-        t.add_row("/dev/shm (this machine)", fmt_gib(n.shm_bytes))
+        tiers_label, reserve_label = engine.host_node_labels(p)
+        usable = n.host_usable_bytes
+        over = usable is not None and n.host_kv_bytes > usable
+        t.add_row(tiers_label, f"[bold red]{fmt_host(n.host_kv_bytes)}[/]" if over else fmt_host(n.host_kv_bytes),
+                  "pinned, summed over the node's ranks")
+        avail = "not given" if n.host_available_bytes is None else fmt_host(n.host_available_bytes)
+        t.add_row("host memory available", avail, n.host_available_source)
+        if n.host_reserve_bytes:
+            t.add_row(reserve_label, fmt_gib(n.host_reserve_bytes), "")
+    if n.shm_bytes is not None and n.host_available_source.startswith("this machine"):
+        t.add_row("/dev/shm (this machine)", fmt_gib(n.shm_bytes), "")
     con.print(t)
 
-    t = Table(title="Per replica", title_justify="left")
-    t.add_column("what")
-    t.add_column("value", justify="right")
+    t = _table("Per replica", ("what", "value"))
     t.add_row("GPU ranks / DP attention groups", f"{rep.ranks} / {rep.dp_groups}")
     t.add_row("distinct KV tokens on GPU", f"{rep.kv_tokens:,}")
     t.add_row(f"requests of {rep.avg_tokens:,} tokens that fit at once", f"{rep.requests_fit:,}")
@@ -69,6 +76,8 @@ def render(result: CheckResult, console: Any = None) -> None:
         if sp is not None:
             con.print(f"[dim]→ {sp.per_rank.kv_tokens:,} KV tokens per rank; host KV "
                       f"{fmt_host(sp.per_node.host_kv_bytes)} per node[/]")
+    if result.suggestion_note:
+        con.print(f"\n[bold]no suggested command[/]: {result.suggestion_note}")
     for a in p.assumptions:
         con.print(f"[dim]· {a}[/]")
     con.print(f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]")

@@ -25,12 +25,12 @@ its family or platform).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import mean
 
 from kvplan.engines.sglang.baseline_data import POINTS, BaselinePoint
+from kvplan.hardware.links import link_class
 
 GiB = 1 << 30
 # PCIe with P2P (NCCL P2P buffers in GPU memory) and without (GeForce: NCCL's SHM transport keeps them in host
@@ -54,23 +54,6 @@ class Estimate:
     @property
     def value_gib(self) -> float:
         return self.value_bytes / GiB
-
-
-def link_class(gpu_name: str | None) -> tuple[str, str]:
-    """(platform, link) of a GPU from the name nvidia-smi / amd-smi prints: link is "nvswitch" (SXM/HGX boards),
-    "pcie-p2p" (data-center and workstation PCIe cards, NVL pairs), "geforce" (no P2P), "rocm", or "unknown"."""
-    n = (gpu_name or "").strip()
-    if re.search(r"\bAMD\b|Instinct|^MI\d", n, re.IGNORECASE):
-        return "rocm", "rocm"
-    if not n or n.lower().startswith("custom"):
-        return "cuda", "unknown"
-    if re.search(r"GeForce", n, re.IGNORECASE):
-        return "cuda", "geforce"
-    if re.search(r"NVL|PCIe|PCIE", n):
-        return "cuda", "pcie-p2p"
-    if re.search(r"SXM|HBM3|\bH200\b|\bH800\b|\bH20\b|H20-3e|\bB200\b|\bB300\b|GB200|GB300|GH200", n):
-        return "cuda", "nvswitch"
-    return "cuda", "pcie-p2p"
 
 
 @dataclass(frozen=True)

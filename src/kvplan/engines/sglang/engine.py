@@ -8,11 +8,11 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
-from kvplan.engines.sglang import launch, server
+from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
-from kvplan.engines.sglang.memory import plan_gpu
+from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
@@ -26,16 +26,17 @@ MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_late
            "sglang.bench_offline_throughput")
 
 
-def _host_fix(host: HostPool, host_bytes: int, ranks: int, rules: SGLangRules) -> HostFix | None:
-    """The largest --hicache-size per rank that fits the node (SGLang 0.5.23's own 0.8 share)."""
-    if not host.enabled:
+def _host_fix(host: HostPool, host_bytes: int | None, ranks: int, rules: SGLangRules) -> HostFix | None:
+    """The largest --hicache-size per rank that fits the node (the 0.8 share SGLang's own auto-sizing takes,
+    hicache_auto_size.py of 0.5.23); None when HiCache is off or the node's host memory is not given."""
+    if not host.enabled or host_bytes is None:
         return None
     size = largest_fitting_size_gb(host_bytes, ranks, rules.host_pool_pinned_pow2)
     if size <= 0:
         return HostFix("the host has no room for a host KV tier: drop --enable-hierarchical-cache",
                        {"--enable-hierarchical-cache": None, "--hicache-size": None, "--hicache-ratio": None})
     return HostFix(f"--hicache-size {size} (decimal GB per rank: {size} × {ranks} = {size * ranks} GB per node, "
-                   "SGLang 0.5.23's own 0.8 share of the host after its 10 GiB reserve)",
+                   "0.8 of the host after SGLang's 10 GiB reserve, the share its HiCache auto-sizing takes)",
                    {"--hicache-size": str(size), "--hicache-ratio": None})
 
 
@@ -55,6 +56,8 @@ class SGLangEngine(Engine):
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
     shm_prefixes = launch.SHM_PREFIXES
+    image_hints = deploy.IMAGE_HINTS
+    env_prefixes = deploy.ENV_PREFIXES
     default_port = 30000
     info_paths = server.INFO_PATHS
     metrics = server.METRICS
@@ -81,6 +84,11 @@ class SGLangEngine(Engine):
         if values.get("hicache_size") is not None or values.get("hicache_ratio") is not None:
             flags.append("--enable-hierarchical-cache")  # a host pool size means HiCache on
         return flags
+
+    def plan_settings(self) -> tuple[PlanSetting, ...]:
+        from kvplan.engines.sglang.plan_settings import SETTINGS
+
+        return SETTINGS
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:
         return parse_sglang(cmd).model_path
@@ -151,6 +159,9 @@ class SGLangEngine(Engine):
 
         return report.rank_rows(plan)
 
+    def cgroup_note(self, plan: Plan) -> str | None:
+        return deploy.cgroup_note(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
         from kvplan.engines.sglang import report
 
@@ -160,6 +171,9 @@ class SGLangEngine(Engine):
         from kvplan.engines.sglang import report
 
         return report.host_refusal(plan)
+
+    def host_node_labels(self, plan: Plan) -> tuple[str, str]:
+        return "host KV requested (all ranks)", "engine host reserve (HiCache keeps it free)"
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
         from kvplan.engines.sglang.weights import model_weights_bytes
@@ -175,12 +189,16 @@ class SGLangEngine(Engine):
             raise KvplanError(f"--avg-tokens must be >= 1, got {options.avg_tokens}")
         nodes = max(options.nodes, args.nnodes)
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, nodes,
-                                  options.host_mem_gib, world_size=args.world_size)
+                                  options.host_mem_gib, world_size=args.world_size, limits=options,
+                                  local_host=options.local_host)
         gpu = plan_gpu(model, args, cluster, rules, version, options.weights_gib, options.free_gib)
+        band = kv_tokens_band(model, args, cluster, rules, version, gpu)
         # ranks_per_host = launch_world_size // nnodes (the engine's own split, 0.5.20+)
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
-        host = plan_host(args, rules, gpu.kv_tokens, gpu.cell.bytes_per_token, gpu.page_size,
-                         cluster.host_mem_bytes, ranks_node)
+        seen = cluster.host_mem_bytes  # 0.5.23's check also reads the cgroup: min(available, cgroup headroom)
+        if rules.host_check == "split-by-ranks-cgroup" and cluster.container_limit_bytes is not None:
+            seen = cluster.container_limit_bytes if seen is None else min(seen, cluster.container_limit_bytes)
+        host = plan_host(args, rules, gpu.kv_tokens, gpu.cell.bytes_per_token, gpu.page_size, seen, ranks_node)
         budget = StaticPoolBudget(
             baseline_free_bytes=gpu.baseline_free_bytes, mem_fraction_static=gpu.mem_fraction_static,
             headroom_bytes=gpu.slack_bytes, req_to_token_bytes=gpu.req_to_token_bytes, cuda_graph_bytes=gpu.graph_bytes,
@@ -190,15 +208,16 @@ class SGLangEngine(Engine):
             weights_bytes=gpu.weights_bytes, kv_bytes_per_token=gpu.cell.bytes_per_token, kv_tokens=gpu.kv_tokens,
             kv_pool_bytes=gpu.kv_pool_bytes, max_running_requests=gpu.max_running_requests, budget=budget,
             host_kv_tokens=host.tokens, host_kv_bytes=host.bytes, host_kv_pinned_bytes=host.pinned_bytes,
-            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots)
+            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1])
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
-                        host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, shm_bytes=cluster.shm_bytes)
+                        host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, **cluster.node_limits())
         groups = args.attn_dp_size
-        fit_per_group = min(gpu.kv_tokens // options.avg_tokens, gpu.max_running_requests) if gpu.kv_tokens else 0
+        avg = min(options.avg_tokens, gpu.context_len)  # no request is longer than the context length
+        fit_per_group = min(gpu.kv_tokens // avg, gpu.max_running_requests) if gpu.kv_tokens else 0
         replica = ReplicaPlan(
             ranks=args.tp_size * args.pp_size, dp_groups=groups, kv_tokens=gpu.kv_tokens * groups,
-            avg_tokens=options.avg_tokens, requests_fit=fit_per_group * groups,
+            avg_tokens=avg, requests_fit=fit_per_group * groups,
             max_running_requests=gpu.max_running_requests * groups, replicas=args.replicas)
         settings = SGLangSettings(
             mem_fraction_static=gpu.mem_fraction_static, mem_fraction_static_source=gpu.mfs_source,

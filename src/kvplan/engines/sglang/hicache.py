@@ -39,8 +39,10 @@ class HostPool:
     engine_check_passes: bool = True
 
 
-def engine_budget(rules: SGLangRules, host_available: int, ranks_per_host: int) -> int:
-    """The number one rank's host check compares its request with (bytes)."""
+def engine_budget(rules: SGLangRules, host_available: int | None, ranks_per_host: int) -> int | None:
+    """The number one rank's host check compares its request with (bytes; None when the host is unknown)."""
+    if host_available is None:
+        return None
     budget = host_available - HOST_RESERVE_BYTES
     if rules.host_check != "whole-host-per-rank":
         budget //= max(1, ranks_per_host)
@@ -48,7 +50,8 @@ def engine_budget(rules: SGLangRules, host_available: int, ranks_per_host: int) 
 
 
 def plan_host(args: SGLangArgs, rules: SGLangRules, device_tokens: int, bytes_per_token: int, page: int,
-              host_available: int, ranks_per_host: int) -> HostPool:
+              host_available: int | None, ranks_per_host: int) -> HostPool:
+    """The host pool of one rank; ``host_available`` (one node, bytes) None when the node's memory is not known."""
     if not args.enable_hierarchical_cache:
         return HostPool(enabled=False)
     budget = engine_budget(rules, host_available, ranks_per_host)
@@ -58,10 +61,13 @@ def plan_host(args: SGLangArgs, rules: SGLangRules, device_tokens: int, bytes_pe
         sizing = f"--hicache-size {args.hicache_size:g} (decimal GB per rank)"
         ratio = None
     else:
-        if ratio is None and rules.hicache_auto_size:
+        if ratio is None and rules.hicache_auto_size and budget is None:
+            ratio = 2.0  # the auto-size's cap: the node's memory is not given, so the largest ratio it can pick
+            sizing = "auto-sized ratio, host memory not given: its cap 2.0 assumed (0.5.23 hicache_auto_size.py)"
+        elif ratio is None and rules.hicache_auto_size:
             frac = args.hicache_host_memory_fraction or AUTO_FRACTION
             device_bytes = device_tokens * bytes_per_token
-            fit = (budget * frac * 0.95 / device_bytes) if device_bytes else 0.0
+            fit = ((budget or 0) * frac * 0.95 / device_bytes) if device_bytes else 0.0
             ratio = min(2.0, fit)
             sizing = f"auto-sized ratio {ratio:.3f} (0.5.23: {frac:g} of the per-rank host budget)"
         else:
@@ -76,7 +82,7 @@ def plan_host(args: SGLangArgs, rules: SGLangRules, device_tokens: int, bytes_pe
     pinned = 1 << math.ceil(math.log2(n_bytes)) if (rules.host_pool_pinned_pow2 and n_bytes > 0) else n_bytes
     return HostPool(enabled=True, bytes_per_token=bytes_per_token, tokens=tokens, bytes=n_bytes,
                     pinned_bytes=pinned, ratio=ratio, size_gb=args.hicache_size or None, sizing=sizing,
-                    engine_budget_bytes=budget, engine_check_passes=n_bytes <= budget)
+                    engine_budget_bytes=budget, engine_check_passes=budget is None or n_bytes <= budget)
 
 
 def largest_fitting_size_gb(host_available: int, ranks_per_host: int, pinned_pow2: bool) -> int:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kvplan.engines.sglang import calibration as cal
@@ -20,6 +21,7 @@ from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
+from kvplan.models.weights_band import MODEL_RESIDUAL_FRACTION
 from kvplan.units import GiB, MiB
 
 
@@ -47,6 +49,16 @@ class GpuPool:
     chunked_prefill_size: int | None
     cuda_graph_max_bs: int | None
     assumptions: tuple[str, ...]
+    # the band's inputs: P (free before weights) and the weights at their ends (equal to the value when exact)
+    baseline_free_low_bytes: int = 0
+    baseline_free_high_bytes: int = 0
+    weights_low_bytes: int = 0
+    weights_high_bytes: int = 0
+
+    @property
+    def estimated_inputs(self) -> bool:
+        return (self.baseline_free_low_bytes, self.weights_low_bytes) != (self.baseline_free_high_bytes,
+                                                                          self.weights_high_bytes)
 
     @property
     def headroom_after_pools_bytes(self) -> int:
@@ -95,18 +107,21 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     ranks_node = min(args.world_size, cluster.gpus_per_node)
     if free_gib is not None:
         p_bytes = int(free_gib * GiB)
+        p_lo = p_hi = p_bytes
         notes.append(f"free memory before weights P = {free_gib} GiB per rank (--free-gib)")
     else:
         base = cal.baseline_overhead(cluster.gpu_name, ranks_node)
         p_bytes = cluster.gpu_mem_bytes - base.value_bytes
+        p_lo, p_hi = cluster.gpu_mem_bytes - base.high_bytes, cluster.gpu_mem_bytes - base.low_bytes
         notes.append(f"free memory before weights P = {p_bytes / GiB:.2f} GiB per rank "
                      f"({(cluster.gpu_mem_bytes - base.high_bytes) / GiB:.2f}-"
                      f"{(cluster.gpu_mem_bytes - base.low_bytes) / GiB:.2f}): GPU total minus "
                      f"{base.value_gib:.2f} GiB context and communicators ({base.source}; --free-gib sets it)")
     from kvplan.engines.sglang.weights import plan_weights
 
-    w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
-    notes.extend(w_notes)
+    wp = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
+    w_bytes = wp.bytes
+    notes.extend(wp.notes)
     slack = int(p_bytes * (1 - mfs))
     mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0
     rest = p_bytes - w_bytes - slack - mm_res
@@ -150,4 +165,28 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                    kv_pool_bytes=pool, slack_bytes=slack, graph_bytes=graph,
                    graph_source=f"{g.value_gib} GiB: {g.what}",
                    chunked_prefill_size=d.chunked_prefill_size if d else args.chunked_prefill_size,
-                   cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes))
+                   cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes),
+                   baseline_free_low_bytes=p_lo, baseline_free_high_bytes=p_hi, weights_low_bytes=wp.low_bytes,
+                   weights_high_bytes=wp.high_bytes)
+
+
+def kv_tokens_band(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLangRules, version: str,
+                   gpu: GpuPool) -> tuple[int, int]:
+    """(low, high) KV tokens per rank: the same plan with P at its low end and the weights at their high end, then
+    the reverse (``rest = P × mfs − W`` is monotone in both). The value itself when both are exact (``--free-gib``
+    and ``--weights-gib``, e.g. a log's figures)."""
+    if not gpu.estimated_inputs:
+        return gpu.kv_tokens, gpu.kv_tokens
+    p0, w0 = gpu.baseline_free_bytes, gpu.weights_bytes
+
+    def tokens(p: int, w: int) -> int:
+        return plan_gpu(model, args, cluster, rules, version, weights_gib=w / GiB, free_gib=p / GiB).kv_tokens
+
+    # the two inputs' errors are independent (context/communicators vs tensors): each moved alone, then added in
+    # quadrature
+    down = [gpu.kv_tokens - tokens(gpu.baseline_free_low_bytes, w0), gpu.kv_tokens - tokens(p0, gpu.weights_high_bytes)]
+    up = [tokens(gpu.baseline_free_high_bytes, w0) - gpu.kv_tokens, tokens(p0, gpu.weights_low_bytes) - gpu.kv_tokens]
+    resid = int(MODEL_RESIDUAL_FRACTION * gpu.kv_tokens)  # models.weights_band: what the terms leave unexplained
+    lo = gpu.kv_tokens - int(math.sqrt(sum(max(0, d) ** 2 for d in down + [resid])))
+    hi = gpu.kv_tokens + int(math.sqrt(sum(max(0, u) ** 2 for u in up + [resid])))
+    return max(0, lo), hi

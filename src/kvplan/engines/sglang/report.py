@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.result import Plan
-from kvplan.units import fmt_gib, fmt_host
+from kvplan.units import fmt_count_band, fmt_gib, fmt_host
 
 
 def host_tiers(plan: Plan) -> list[str]:
@@ -35,7 +35,9 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("mem_fraction_static", f"{pool.mem_fraction_static:g}", s.mem_fraction_static_source),
             ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.kv_cache_dtype}, "
              f"{s.kv_heads_per_rank} KV head(s)/rank, {s.layers_per_rank} layers{mla}"),
-            ("KV tokens", f"{r.kv_tokens:,}", f"page size {s.page_size}")]
+            ("KV tokens", fmt_count_band(r.kv_tokens, *r.kv_tokens_range),
+             f"page size {s.page_size}" + ("" if r.kv_tokens_range[0] == r.kv_tokens_range[1]
+                                           else "; (band) baseline and weights at their ends"))]
     if r.swa_tokens is not None:
         rows.append(("SWA tokens", f"{r.swa_tokens:,}", "sliding-window pool"))
     if r.mamba_slots is not None:

@@ -46,6 +46,7 @@ from kvplan.models.sharding import Placement, WeightsEstimate, cdiv, describe_pa
 from kvplan.models.spec import ModelSpec
 from kvplan.models.tensors import TensorGroup
 from kvplan.models.weights import hold_in_dtype, load_tensors
+from kvplan.models.weights_band import WeightsPlan
 
 MiB = 1 << 20
 
@@ -136,6 +137,15 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
+                   stage: int | None) -> WeightsEstimate:
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
+    from kvplan.models.weights_memo import memo_key, memoized
+
+    key = None if checkpoint_dir else memo_key("sglang", model, args, cluster_platform, version, stage)
+    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage))
+
+
+def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest)."""
     from kvplan.engines.sglang.load_calibration import load_context_growth
@@ -268,16 +278,16 @@ def _segment_rounding(groups, place, layers: range) -> int:
 
 
 def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
-                 override_gib: float | None = None) -> tuple[int, tuple[str, ...]]:
+                 override_gib: float | None = None) -> WeightsPlan:
     """(per-rank weight bytes, assumptions) for a plan: ``--weights-gib`` if given, else ``estimate_weights``
     with the checkpoint directory of the command or the HF cache when it has safetensors files."""
     from kvplan.models.weights import checkpoint_dir_of, override_bytes
 
     if override_gib is not None:
         b = override_bytes(override_gib)
-        return b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",)
+        return WeightsPlan.given(b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",))
     est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path))
-    return est.bytes_per_rank, est.assumptions
+    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact)
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:
@@ -285,6 +295,6 @@ def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: s
     from kvplan.errors import KvplanError
 
     try:
-        return plan_weights(model, args, gpu_name, version)[0]
+        return plan_weights(model, args, gpu_name, version).bytes
     except KvplanError:
         return None

@@ -81,6 +81,15 @@ NON_TORCH_SNAPSHOT_TP_N = Calibration(
     "(24 GB cards, 0.8.x); 3.58 GiB (H100 TP2, PR 10511)",
     "https://github.com/vllm-project/vllm/issues/13061, https://github.com/vllm-project/vllm/pull/14447, "
     "https://github.com/vllm-project/vllm/pull/10511")
+# NVSwitch boards (SXM/HGX): the NVLS multicast and channel buffers make the TP > 1 communicators larger than on PCIe
+# cards. The same libraries cost SGLang 1.25-2.01 GiB per rank on these boards (engines/sglang/baseline_data.py,
+# link "nvswitch", four sourced logs); vLLM adds its custom all-reduce and cuBLAS workspaces.
+NON_TORCH_SNAPSHOT_NVSWITCH_TP_N = Calibration(
+    2.0, 1.2, 3.6, "GiB", "TP > 1 on NVSwitch boards: SGLang's communicators 1.25-2.01 GiB on the same boards; "
+    "3.58 GiB (H100 TP2, PR 10511); 0.9 x 79.22 - weights - Available KV cache memory - sampler = ~2.3 GiB on "
+    "H100 TP8 (v0.10.0, Qwen3-32B and Qwen3-235B-FP8, two logs of one cluster)",
+    "https://github.com/vllm-project/vllm/pull/10511, src/kvplan/engines/sglang/baseline_data.py, "
+    "tests/data/preflight cases vllm-eval2025-qwen3-32b-tp8-fp8kv-h100-v0100 / -qwen3-235b-fp8-tp8ep-h100-v0100")
 NON_TORCH_ROCM_TP_N = Calibration(
     5.4, 3.0, 6.0, "GiB", "MI300X TP8, 0.6.3 (RCCL, custom all-reduce off): 0.9 x 191.98 - 1.59 weights - "
     "169460 blocks x 1 MiB - activation 0.30 = 5.4 GiB",
@@ -126,6 +135,22 @@ SAMPLER_FUSED = Calibration(
     "0.15 GiB transient for 2048 tokens / 256 requests x 151936 logits (<= 4 B/element); FlashInfer path read "
     "from the code: 10-20 B/element", "https://github.com/vllm-project/vllm/pull/57047")
 
+# V1 0.14 - 0.32 as the logs show it: the sampler the dummy run takes depends on the version's default (0.14-0.20
+# PyTorch-native unless VLLM_USE_FLASHINFER_SAMPLER=1; 0.21+ FlashInfer when the compute capability is supported:
+# https://github.com/vllm-project/vllm/blob/v0.18.0/vllm/v1/sample/ops/topk_topp_sampler.py,
+# https://github.com/vllm-project/vllm/blob/v0.27.0/vllm/v1/sample/ops/topk_topp_sampler.py
+# (flashinfer_sampler_supported))
+# but the peaks real launches log sit between the fused and the native figures on both sides of that switch, so the
+# value is the logs' middle and the range spans both paths.
+SAMPLER_V1_LOGGED = Calibration(
+    25.0, 6.0, 41.0, "B/element",
+    "0.31.0 A100-80GB Llama-3.1-8B (256 x 128256): peak activation 1.44 GiB - 0.23 GiB graphs = ~40 B/element; "
+    "0.19.1 A100-40GB Qwen3-8B (256 x 151936): ~25 B/element from the logged KV memory; 0.17.1 H100 Llama-3.1-8B "
+    "(1024 x 128256): <= 16 B/element (the 16384-token forward is the larger part); fused path read from the code "
+    "6 B/element", "tests/data/preflight cases vllm-dg05-llama31-8b-a100-v0310, "
+    "vllm-tokenkaki-qwen3-8b-a100-40gb-v0191, vllm-gatech-llama31-8b-h100-gmu095-v0171 (sources in cases.jsonl); "
+    "https://github.com/vllm-project/vllm/pull/57047")
+
 # ---- CUDA-graph memory, when the version subtracts its estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1) ---
 CUDAGRAPH_ESTIMATE = Calibration(
     0.40, 0.15, 2.50, "GiB",
@@ -137,11 +162,17 @@ CUDAGRAPH_ESTIMATE = Calibration(
 
 # ---- terms kvplan does not model yet (a band only) -------------------------------------------------------------
 ENCODER_PROFILE = Calibration(
-    0.0, 0.0, 2.0, "GiB", "multimodal encoder outputs kept in encoder_cache during the dummy run "
-    "(v1/worker/gpu_model_runner.py::profile_run); not modeled: 0 with a 2 GiB band",
-    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_model_runner.py")
+    1.0, 0.0, 3.5, "GiB", "multimodal encoder activations and outputs of the dummy run on one maximum-size item "
+    "(v1/worker/gpu_model_runner.py::profile_run); not modeled from the encoder's shapes: the one log read shows "
+    "2.7 GiB (Qwen3-VL-30B-A3B TP2 H100, 0.12.0, video items, encoder cache budget 153,600 tokens: 38.15 GiB "
+    "available against 41.68 for the text-only Qwen3-30B-A3B launch of the same repository, 0.85 GiB of it weights); "
+    "image-only models need less",
+    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_model_runner.py, "
+    "https://github.com/Zzsf11/VideoCuttingAgent/blob/66d77264aab22be6666e15e51e7a256260ff5a0e/output/"
+    "Qwen3VL_vllm-server.out")
 
 ALL: tuple[Calibration, ...] = (
     TORCH_TOTAL_RESERVE, STARTUP_DRIVER_RESERVE, STARTUP_CONTEXT, NON_TORCH_WHOLE_DEVICE_TP1, NON_TORCH_ROCM_TP1,
-    NON_TORCH_SNAPSHOT_TP1, NON_TORCH_SNAPSHOT_TP_N, NON_TORCH_ROCM_TP_N, NON_TORCH_AFTER_INIT, SAMPLER_NATIVE,
-    SAMPLER_V1_EITHER, SAMPLER_FUSED, CUDAGRAPH_ESTIMATE, ENCODER_PROFILE)
+    NON_TORCH_SNAPSHOT_TP1, NON_TORCH_SNAPSHOT_TP_N, NON_TORCH_SNAPSHOT_NVSWITCH_TP_N,
+    NON_TORCH_ROCM_TP_N, NON_TORCH_AFTER_INIT, SAMPLER_NATIVE,
+    SAMPLER_V1_EITHER, SAMPLER_FUSED, SAMPLER_V1_LOGGED, CUDAGRAPH_ESTIMATE, ENCODER_PROFILE)

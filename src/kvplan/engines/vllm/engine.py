@@ -11,9 +11,9 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.results import Comparison, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
-from kvplan.engines.vllm import launch, server
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
@@ -41,9 +41,10 @@ MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", 
 HOST_RESERVE_BYTES = 10 * GiB  # kvplan keeps this much host memory free for the OS (vLLM/LMCache check nothing)
 
 
-def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
-    """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers)."""
-    if not tiers:
+def _host_fix(tiers: list[hosts.HostTier], host_bytes: int | None) -> HostFix | None:
+    """Resize the largest host tier to 0.8 of what the node has left (after the OS reserve and other tiers); None
+    without host tiers or when the node's host memory is not given."""
+    if not tiers or host_bytes is None:
         return None
     big = max(tiers, key=lambda t: t.node_bytes)
     room = (host_bytes - HOST_RESERVE_BYTES - sum(t.node_bytes for t in tiers if t is not big)) * 0.8
@@ -51,7 +52,7 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     if f is None:
         return None
     per = room / max(1, f.ranks) if f.per == "rank" else room
-    gib = per / GiB
+    gib = per / GiB / f.pin_factor  # the setting's value whose pinned bytes fill the room
     if f.pow2 and gib >= 2:
         gib = 2 ** math.floor(math.log2(gib)) - 1  # size + 4 KiB must stay under the power of two
     value = max(0, math.floor(gib))
@@ -59,7 +60,8 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int) -> HostFix | None:
     scope = "GiB per rank" if f.per == "rank" else "GiB in total for the engine"
     if value <= 0:
         return HostFix(f"the node has no room for {name}: remove it", {name: None})
-    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it, 0.8 of the host left after "
+    pinned = f", pinned up to {f.pin_factor:g}× that" if f.pin_factor != 1.0 else ""
+    return HostFix(f"{name}={value} ({scope}; {f.ranks} rank(s) allocate it{pinned}; 0.8 of the host left after "
                    "a 10 GiB OS reserve)", {name: str(value)})
 
 
@@ -77,6 +79,9 @@ class VLLMEngine(Engine):
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
     shm_prefixes = launch.SHM_PREFIXES
+    image_entrypoints = deploy.ENTRYPOINTS
+    image_hints = deploy.IMAGE_HINTS
+    env_prefixes = deploy.ENV_PREFIXES
     default_port = 8000
     bare_openai_server = True
     metrics = server.METRICS
@@ -91,6 +96,19 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm.rules import default_version
 
         return default_version()
+
+    def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:
+        argv = ["vllm", "serve", model, "--tensor-parallel-size", str(tp)]
+        if dp > 1:
+            argv += ["--data-parallel-size", str(dp)]
+        if pp > 1:
+            argv += ["--pipeline-parallel-size", str(pp)]
+        return argv
+
+    def plan_settings(self) -> tuple[PlanSetting, ...]:
+        from kvplan.engines.vllm.plan_settings import SETTINGS
+
+        return SETTINGS
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:
         return parse_vllm(cmd).model
@@ -185,6 +203,17 @@ class VLLMEngine(Engine):
 
         return report.rank_rows(plan)
 
+    def cgroup_note(self, plan: Plan) -> str | None:
+        return deploy.cgroup_note(plan)
+
+    def ipc_shm_bytes(self, plan: Plan) -> int | None:
+        return deploy.ipc_shm_bytes(plan)
+
+    def host_node_labels(self, plan: Plan) -> tuple[str, str]:
+        from kvplan.engines.vllm import report
+
+        return report.host_node_labels(plan)
+
     def describe_host_tiers(self, plan: Plan) -> list[str]:
 
         from kvplan.engines.vllm import report
@@ -197,6 +226,7 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
+        from kvplan.models.weights_band import WeightsPlan
 
         args = args or parse_vllm(cmd)
         here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
@@ -214,44 +244,55 @@ class VLLMEngine(Engine):
             raise KvplanError(f"--avg-tokens must be >= 1, got {options.avg_tokens}")
         notes: list[str] = []
         if args.is_cpu:
-            from kvplan.hardware.cluster import Cluster
-            from kvplan.hardware.detect import host_available_bytes
+            from kvplan.hardware.cluster import Cluster, apply_limits, host_memory
 
-            host = int(options.host_mem_gib * GiB) if options.host_mem_gib else host_available_bytes()
-            cluster = Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size, options.nodes, host,
-                              "--host-mem-gib" if options.host_mem_gib else "detected on this machine (MemAvailable)",
-                              gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE")
+            # the CPU platform runs where the command runs: this machine, unless --nodes says other machines
+            here_ok = options.local_host or options.nodes <= 1
+            host = host_memory(options.host_mem_gib, here_ok, "--local-host" if options.local_host else
+                               "the CPU platform on this machine" if here_ok else
+                               f"--nodes {options.nodes} describes other machines")
+            cluster = apply_limits(Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size,
+                                           options.nodes, host.bytes, host.source,
+                                           gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE"), options)
         else:
             cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
-                                      options.host_mem_gib, world_size=args.world_size)
+                                      options.host_mem_gib, world_size=args.world_size,
+                                      limits=options, local_host=options.local_host)
+        from kvplan.engines.vllm.mla import kv_heads
+
+        hk = kv_heads(model, version, args.env)
+        if hk.note:
+            notes.append(hk.note)
         # config/model.py::_get_and_verify_max_len: the derived length, capped by the tokenizer's model_max_length
         max_len = args.max_model_len or min(model.context_len, model.tokenizer_max_len or model.context_len)
-        if args.is_cpu and model.is_mla:
+        if args.is_cpu and hk.mla:
             block, bsrc = 16, "CPU MLA backend forces 16 (platforms/cpu.py)"
         elif args.block_size:
             block, bsrc = args.block_size, "--block-size"
         elif args.is_cpu:
             block, bsrc = 128, "vLLM-CPU default"
-        elif model.is_mla:
+        elif hk.mla:
             block, bsrc = 64, "FlashMLA block size (backend-dependent: CUTLASS MLA uses 128)"
         else:
             block, bsrc = rules.default_block_size, "CacheConfig default"
         platform, cc = platform_of(cluster.gpu_name, args.is_cpu)
         mdt = resolve_dtype(version, args.dtype, model.dtype, model.model_type, platform, cc)
         kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, mdt)
-        stages = layer_specs(model, args, block, kv_bytes)
+        stages = layer_specs(model, args, block, kv_bytes, hk)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
         exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
                             or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
         try:
-            w_bytes, w_notes = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
+            wp = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
         except KvplanError:
             if not exact_budget:
                 raise
-            w_bytes, w_notes = 0, ("weights unknown (not needed: the KV memory is given)",)
-        w_bytes = max(0, w_bytes - int(args.cpu_offload_gb * GiB))
-        notes.extend(w_notes)
+            wp = WeightsPlan.given(0, ("weights unknown (not needed: the KV memory is given)",))
+        full_weights_bytes = wp.bytes  # per rank, before --cpu-offload-gb moves some to the host
+        offload = int(args.cpu_offload_gb * GiB)
+        w_bytes = max(0, wp.bytes - offload)
+        notes.extend(wp.notes)
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
         kind = engine_kind(version, args.env)
         batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
@@ -259,7 +300,9 @@ class VLLMEngine(Engine):
                                is_mla=model.is_mla, is_multimodal=model.is_multimodal,
                                has_sliding_window=model.n_swa_layers > 0, platform=platform,
                                mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
-        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes)
+        prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
+                             weights_low_bytes=max(0, wp.low_bytes - offload),
+                             weights_high_bytes=max(0, wp.high_bytes - offload))
         b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
                    rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
         notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
@@ -269,10 +312,13 @@ class VLLMEngine(Engine):
                                                                    else args.pipeline_parallel_size)
         cap = capacity(layout, b.available_bytes, block, max_len, batches * mnbt, rules.capacity_formula,
                        args.num_gpu_blocks_override)
+        # the band: the same capacity at every estimated term's high end, then at its low end (terms.Budget)
+        cap_lo, cap_hi = (capacity(layout, max(0, x), block, max_len, batches * mnbt, rules.capacity_formula,
+                                   args.num_gpu_blocks_override) for x in b.available_range_bytes)
         per_req_bytes = sum(s.blocks_per_request(block, max_len, batches * mnbt) * s.page_bytes
                             for s in max(stages, key=lambda st: sum(x.page_bytes for x in st)))
         ranks_node = min(cluster.gpus_per_node, args.world_size)
-        tiers = self._host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node)
+        tiers = self._host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node, full_weights_bytes)
         node_host = sum(t.node_bytes for t in tiers)
         tier0 = tiers[0] if tiers else None
         rank = RankPlan(
@@ -280,15 +326,17 @@ class VLLMEngine(Engine):
             kv_pool_bytes=cap.num_blocks * layout.bytes_per_block, max_running_requests=seqs,
             budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
             host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
-            host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks)
+            host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks,
+            kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens))
         node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                         host_available_source=cluster.host_mem_source,
-                        host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, shm_bytes=cluster.shm_bytes)
+                        host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
         usable = max(0, cap.num_blocks - 1)  # block 0 is the null block
-        avg_blocks = -(-options.avg_tokens // block) * layout.num_groups
+        avg = min(options.avg_tokens, max_len)  # no request is longer than max_model_len
+        avg_blocks = -(-avg // block) * layout.num_groups
         fit = min(usable // avg_blocks if avg_blocks else 0, seqs)
         replica = ReplicaPlan(ranks=args.world_size, dp_groups=1, kv_tokens=cap.kv_tokens,
-                              avg_tokens=options.avg_tokens, requests_fit=fit, max_running_requests=seqs,
+                              avg_tokens=avg, requests_fit=fit, max_running_requests=seqs,
                               replicas=args.data_parallel_size,
                               max_concurrency=cap.max_concurrency)
         settings = VLLMSettings(
@@ -303,7 +351,7 @@ class VLLMEngine(Engine):
             blocks_per_request=cap.blocks_per_request, one_request_bytes=per_req_bytes,
             tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size,
             data_parallel_size=args.data_parallel_size, context_len=max_len,
-            kv_heads_per_rank=1 if model.is_mla else max(1, model.num_kv_heads // args.tensor_parallel_size),
+            kv_heads_per_rank=1 if hk.mla else max(1, hk.total_heads // args.tensor_parallel_size),
             layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
             host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
             swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
@@ -318,7 +366,7 @@ class VLLMEngine(Engine):
                     assumptions=tuple(notes))
 
     def _host_tiers(self, args: VLLMArgs, rules, model, bytes_per_block: int, block: int,
-                    ranks_node: int) -> list[hosts.HostTier]:
+                    ranks_node: int, weights_bytes_per_rank: int = 0) -> list[hosts.HostTier]:
         tiers = []
         mla_cell = model.mla_kv_dim * model.num_layers * model.dtype_bytes if model.is_mla else 0
         cell = mla_cell or (2 * max(1, model.num_kv_heads // args.tensor_parallel_size) * model.head_dim
@@ -337,7 +385,7 @@ class VLLMEngine(Engine):
             size, src = hosts._lmcache_size_gib(args)
             tiers.append(hosts.lmcache_tier(args, ranks_node, model.is_mla, cell, size, src))
         if args.cpu_offload_gb:
-            tiers.append(hosts.cpu_offload_tier(args, ranks_node))
+            tiers.append(hosts.cpu_offload_tier(args, ranks_node, weights_bytes_per_rank))
         if args.swap_space and rules.swap_space == "allocates":
             tiers.append(hosts.swap_tier(args, ranks_node, bytes_per_block))
         return tiers

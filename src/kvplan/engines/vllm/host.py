@@ -39,10 +39,11 @@ class TierFix:
     per: str  # "rank" | "engine": the scope of the user's number
     ranks: int  # ranks on the node that allocate it
     pow2: bool  # the allocator pins size + 4 KiB rounded up to a power of two
+    pin_factor: float = 1.0  # host bytes pinned per byte of the setting (--cpu-offload-gb: ~1.9×)
 
     def to_dict(self) -> dict[str, Any]:
         return {"env" if self.env else "flag": self.setting, "unit": self.unit, "per": self.per, "ranks": self.ranks,
-                "pow2": self.pow2}
+                "pow2": self.pow2, "pin_factor": self.pin_factor}
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class HostTier:
     shm_bytes: int = 0  # /dev/shm region this tier needs on the node
     fix: TierFix | None = None  # how to size it (the flag or env var, its unit and scope)
     shared_bytes: int | None = None  # one region shared by the node's ranks (counted once, not per rank)
+    given: str | None = None  # the user's setting in words when it differs from what is allocated
 
     @property
     def node_bytes(self) -> int:
@@ -130,14 +132,23 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
                     fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False))
 
 
-def cpu_offload_tier(args: VLLMArgs, ranks_node: int) -> HostTier:
-    b = int(args.cpu_offload_gb * GiB)
+def cpu_offload_tier(args: VLLMArgs, ranks_node: int, weights_bytes_per_rank: int = 0) -> HostTier:
+    """``--cpu-offload-gb`` per GPU: parameters are copied to pinned host memory until the budget is spent
+    (``model_executor/models/utils.py::maybe_offload_to_cpu``, vLLM 0.11.0:
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/models/utils.py), so a rank offloads
+    min(request, its weights) (``weights_bytes_per_rank``; 0 = unknown: the request)."""
+    asked = int(args.cpu_offload_gb * GiB)
+    b = min(asked, weights_bytes_per_rank) if weights_bytes_per_rank > 0 else asked
     pinned = int(b * CPU_OFFLOAD_PIN_FACTOR)
+    notes = ["weights offloaded to pinned host memory; host RSS observed up to ~1.9× the request "
+             "(vLLM #56410, torch's pinned allocator)"]
+    if b < asked:
+        notes.append(f"only {b / GiB:,.1f} GiB of weights per rank to offload: the rest of the request stays unused")
+    given = (f"--cpu-offload-gb {args.cpu_offload_gb:g} (GiB of weights per GPU; a rank has "
+             f"{b / GiB:,.1f} GiB to offload)") if b < asked else None
     return HostTier("cpu-offload", "--cpu-offload-gb", "GiB of weights per GPU", (b,) * ranks_node,
-                    (pinned,) * ranks_node, None,
-                    ("weights offloaded to pinned host memory; host RSS observed up to ~1.9× the request "
-                     "(vLLM #56410, torch's pinned allocator)",),
-                    fix=TierFix("--cpu-offload-gb", False, GiB, "rank", ranks_node, False))
+                    (pinned,) * ranks_node, None, tuple(notes), given=given,
+                    fix=TierFix("--cpu-offload-gb", False, GiB, "rank", ranks_node, False, CPU_OFFLOAD_PIN_FACTOR))
 
 
 def swap_tier(args: VLLMArgs, ranks_node: int, bytes_per_block: int) -> HostTier:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.engines.vllm.dtype import ModelDtype
 from kvplan.engines.vllm.kvcache import LayerSpec
+from kvplan.engines.vllm.mla import KvHeads
 from kvplan.engines.vllm.profiled import ProfileInputs
 from kvplan.engines.vllm.terms import Budget, BudgetTerm
 from kvplan.errors import KvplanError
@@ -50,9 +51,12 @@ def pp_layer_ranges(n_layers: int, pp: int) -> list[range]:
     return out
 
 
-def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int) -> list[list[LayerSpec]]:
-    """Per PP stage, the KV spec of each attention layer on one rank of that stage."""
+def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int,
+                heads_kind: KvHeads | None = None) -> list[list[LayerSpec]]:
+    """Per PP stage, the KV spec of each attention layer on one rank of that stage (``heads_kind``: whether an MLA
+    model is cached as MLA in this version, ``mla.kv_heads``)."""
     tp = args.tensor_parallel_size
+    hk = heads_kind or KvHeads(model.is_mla, model.head_dim, total_heads=model.num_kv_heads)
     stages = []
     for rng in pp_layer_ranges(model.num_layers, args.pipeline_parallel_size):
         specs = []
@@ -61,12 +65,13 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
             if kind == "linear":
                 raise KvplanError(f"{model.name}: hybrid linear-attention (Mamba/GDN) KV groups are not modeled "
                                   "for vLLM yet", "plan it with SGLang semantics or pass the engine's log to explain")
-            if model.is_mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
+            if hk.mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
                 specs.append(LayerSpec("mla", block_size * model.mla_kv_dim * kv_bytes))
                 continue
             # ModelConfig.get_num_kv_heads: max(1, kv_heads // tp) (replicated when tp > kv heads)
-            heads = max(1, model.num_kv_heads // tp)
-            page = block_size * heads * (model.head_dim + model.v_head_dim) * kv_bytes
+            heads = max(1, hk.total_heads // tp)
+            k_v = (hk.head_size * 2) if model.is_mla else (model.head_dim + model.v_head_dim)
+            page = block_size * heads * k_v * kv_bytes
             specs.append(LayerSpec("swa" if kind == "swa" else "full", page,
                                    model.sliding_window if kind == "swa" else None))
         stages.append(specs)

@@ -98,7 +98,11 @@ def batch_defaults(version: str, kind: str, *, is_cpu: bool, world: int, gpu_byt
 def sampler_calibration(kind: str, version: str) -> cal.Calibration:
     if kind == "v0":
         return cal.SAMPLER_NATIVE
-    return cal.SAMPLER_V1_EITHER if Version(version) < Version("0.14.0") else cal.SAMPLER_FUSED
+    v = Version(version)
+    if v < Version("0.14.0"):
+        return cal.SAMPLER_V1_EITHER
+    # 0.33 adds the Triton top-k/top-p (v1/sample/ops/topk_topp_sampler.py at v0.33.0): the fused figure
+    return cal.SAMPLER_V1_LOGGED if v < Version("0.33.0") else cal.SAMPLER_FUSED
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.engines.vllm.profile import Batch, activation_peak
 from kvplan.engines.vllm.terms import Budget, BudgetTerm
 from kvplan.hardware.cluster import Cluster
+from kvplan.hardware.links import link_class
 from kvplan.models.spec import ModelSpec
+from kvplan.models.weights_band import MODEL_RESIDUAL_FRACTION
 from kvplan.units import GiB
 
 
@@ -60,8 +62,9 @@ def regime(p: ProfileInputs) -> str:
     return "after-init"
 
 
-def non_torch(p: ProfileInputs, tp_world: int) -> tuple[tuple[int, int, int], str]:
-    """(value, low, high) bytes and the source, per regime, platform and TP size."""
+def non_torch(p: ProfileInputs, tp_world: int, link: str = "unknown") -> tuple[tuple[int, int, int], str]:
+    """(value, low, high) bytes and the source, per regime, platform, TP size and link class
+    (``hardware.links.link_class``)."""
     reg = regime(p)
     if reg == "after-init":
         c = cal.NON_TORCH_AFTER_INIT
@@ -69,7 +72,10 @@ def non_torch(p: ProfileInputs, tp_world: int) -> tuple[tuple[int, int, int], st
     if p.platform == "rocm":
         c = cal.NON_TORCH_ROCM_TP1 if tp_world == 1 else cal.NON_TORCH_ROCM_TP_N
         return c.bytes(), f"{c.what} ({c.source})"
-    snap = cal.NON_TORCH_SNAPSHOT_TP1 if tp_world == 1 else cal.NON_TORCH_SNAPSHOT_TP_N
+    if tp_world == 1:
+        snap = cal.NON_TORCH_SNAPSHOT_TP1
+    else:
+        snap = cal.NON_TORCH_SNAPSHOT_NVSWITCH_TP_N if link == "nvswitch" else cal.NON_TORCH_SNAPSHOT_TP_N
     if reg == "snapshot":
         return snap.bytes(), f"{snap.what} ({snap.source})"
     ctx = cal.NON_TORCH_WHOLE_DEVICE_TP1
@@ -88,6 +94,10 @@ def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool) ->
     return env.strip() not in ("0", "", "false", "False")
 
 
+def _rss(spreads: list[int]) -> int:
+    return int(math.sqrt(sum(float(max(0, x)) ** 2 for x in spreads)))
+
+
 def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: float, cudagraph_default: bool,
                     weights_bytes: int, p: ProfileInputs) -> Budget:
     r = cal.TORCH_TOTAL_RESERVE.bytes()
@@ -103,7 +113,7 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
     act = activation_peak(model, p.batch, args.tensor_parallel_size, p.kind, p.version, p.act_bytes)
     terms.append(BudgetTerm("activation-peak", act.bytes, act.low_bytes, act.high_bytes,
                             f"{act.detail}; batch from {p.batch.source}"))
-    nt, nt_src = non_torch(p, args.world_size)
+    nt, nt_src = non_torch(p, args.world_size, link_class(cluster.gpu_name)[1])
     terms.append(BudgetTerm("non-torch", *nt, f"{regime(p)} accounting: {nt_src}"))
     graphs = 0
     if graphs_applied(p, args, cudagraph_default):
@@ -115,8 +125,11 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
         terms.append(BudgetTerm("encoder-profile", *cal.ENCODER_PROFILE.bytes(), cal.ENCODER_PROFILE.what))
     costs = terms[1:]
     available = requested - sum(t.bytes for t in costs)
-    low = req_lo - sum(t.high_bytes for t in costs)
-    high = req_hi - sum(t.low_bytes for t in costs)
+    # the band: the terms' errors are independent (different code paths and logs), so their spreads add in
+    # quadrature rather than all at their worst end at once
+    resid = int(MODEL_RESIDUAL_FRACTION * max(0, available))
+    low = available - _rss([requested - req_lo, resid] + [t.high_bytes - t.bytes for t in costs])
+    high = available + _rss([req_hi - requested, resid] + [t.bytes - t.low_bytes for t in costs])
     non_kv = weights_bytes + act.bytes + nt[0]
     notes = [f"GPU total as torch sees it ≈ nvidia-smi total − {r[0] / GiB:.2f} GiB (range {r[1] / GiB:.2f}-"
              f"{r[2] / GiB:.2f})"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Plan
-from kvplan.units import GiB, fmt_gib, fmt_host
+from kvplan.units import GiB, fmt_count_band, fmt_gib, fmt_host
 
 
 def host_tiers(plan: Plan) -> list[str]:
@@ -16,9 +16,18 @@ def host_tiers(plan: Plan) -> list[str]:
         each = max(t.pinned_per_rank_bytes, default=0)
         pinned = f", pinned up to {each / GiB:,.1f} GiB" if each != asked else ""
         shared = " (one region shared by the node's ranks)" if t.shared_bytes is not None else f" on {ranks} rank(s)"
-        parts.append(f"{t.flag}={asked / GiB:,.1f} GiB ({t.meaning}){pinned}{shared} -> "
+        parts.append(f"{t.given or f'{t.flag}={asked / GiB:,.1f} GiB ({t.meaning})'}{pinned}{shared} -> "
                      f"{t.node_bytes / GiB:,.1f} GiB on the node")
     return parts
+
+
+def host_node_labels(plan: Plan) -> tuple[str, str]:
+    """The "Per node" rows' names: what the host tiers hold (KV, offloaded weights, swap blocks) and the reserve,
+    which is kvplan's own (vLLM and LMCache check nothing)."""
+    names = {t.name for t in vllm_settings(plan).host_tiers}
+    held = "host weights pinned (--cpu-offload-gb, all ranks)" if names == {"cpu-offload"} else \
+        "host KV + offloaded weights (all ranks)" if "cpu-offload" in names else "host KV requested (all ranks)"
+    return held, "OS reserve (kept free by kvplan; vLLM checks none)"
 
 
 def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
@@ -32,7 +41,9 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
              + (" · MLA replicated per rank" if plan.model.is_mla else "")),
             ("KV blocks", f"{r.kv_blocks or 0:,}",
              "per rank (= per engine: the minimum across ranks), incl. null block"),
-            ("KV cache size (tokens)", f"{rep.kv_tokens:,}", "as vLLM logs it"),
+            ("KV cache size (tokens)", fmt_count_band(rep.kv_tokens, *r.kv_tokens_range),
+             "as vLLM logs it" + ("" if r.kv_tokens_range[0] == r.kv_tokens_range[1]
+                                  else "; (band) every estimated budget term at its ends")),
             ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
              f"requests of max_model_len {s.max_model_len:,}"),
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]

@@ -39,6 +39,7 @@ from kvplan.models.sharding import WeightsEstimate, describe_parts, gib_str, per
 from kvplan.models.spec import ModelSpec
 from kvplan.models.tensors import TensorGroup
 from kvplan.models.weights import hold_in_dtype, load_tensors
+from kvplan.models.weights_band import WeightsPlan
 
 DTYPE_ST = {"half": "F16", "float16": "F16", "fp16": "F16", "bfloat16": "BF16", "bf16": "BF16", "float": "F32",
             "float32": "F32", "fp32": "F32"}
@@ -79,6 +80,16 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
+                   stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
+    from kvplan.models.weights_memo import memo_key, memoized
+
+    key = None if checkpoint_dir else memo_key("vllm", model, args, cluster_platform, version, stage, gpu_name)
+    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage,
+                                                 gpu_name))
+
+
+def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
     v = Version(version)
     platform = cluster_platform if cluster_platform in ("cuda", "rocm", "cpu") else platform_of(cluster_platform)
@@ -176,22 +187,22 @@ def _rocm_fp8_padding(groups: tuple[TensorGroup, ...], place, layers: range) -> 
 
 
 def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
-                 override_gib: float | None = None) -> tuple[int, tuple[str, ...]]:
+                 override_gib: float | None = None) -> WeightsPlan:
     """(per-rank weight bytes, assumptions): ``--weights-gib`` if given, else ``estimate_weights``."""
     from kvplan.models.weights import checkpoint_dir_of, override_bytes
 
     if override_gib is not None:
         b = override_bytes(override_gib)
-        return b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",)
+        return WeightsPlan.given(b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",))
     platform = "cpu" if getattr(args, "is_cpu", False) else platform_of(gpu_name)
     est = estimate_weights(model, args, platform, version, checkpoint_dir_of(model, args.model), gpu_name)
-    return est.bytes_per_rank, est.assumptions
+    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact)
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:
     from kvplan.errors import KvplanError
 
     try:
-        return plan_weights(model, args, gpu_name, version)[0]
+        return plan_weights(model, args, gpu_name, version).bytes
     except KvplanError:
         return None

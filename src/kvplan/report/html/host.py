@@ -47,6 +47,8 @@ def host_chart(d: dict[str, Any]) -> StackedChart:
     segs = _pools(d)
     segs.append(Segment("os_reserve", "OS reserve (the engine keeps it free)", reserve, "#7f7f7f", fmt.gib(reserve),
                         "", "OS reserve"))
+    if avail is None:  # a plan for other hardware without --host-mem-gib: the node's memory is not known
+        return _unknown_host_chart(d, segs, pools)
     left = avail - reserve - pools
     if left > 0:
         segs.append(Segment("left", "left", left, "#eeeeee", fmt.host(left), "", "left"))
@@ -69,4 +71,16 @@ def host_chart(d: dict[str, Any]) -> StackedChart:
     title = f"host memory of each node ({nodes} node{'s' if nodes != 1 else ''}, planned alike)"
     return StackedChart("host-chart", title, rows, tuple(legend), (), (), over,
                         Mark("host_available", f"node memory available {fmt.gib(avail)}", avail, "#111"),
+                        tuple(summary))
+
+
+def _unknown_host_chart(d: dict[str, Any], segs: list[Segment], pools: int) -> StackedChart:
+    """The node's pools and reserve without the node's memory (not given): no capacity, nothing judged."""
+    n = d["per_node"]
+    nodes = int(d["cluster"].get("nodes") or 1)
+    rows = tuple(Row(f"node {i}", tuple(segs)) for i in range(min(nodes, MAX_NODE_ROWS)))
+    summary = [(f"host KV requested {fmt.host(pools)} per node ({n['ranks']} ranks) · node memory "
+                f"{n.get('host_available_source')}: pass --host-mem-gib to check it", False)]
+    title = f"host memory of each node ({nodes} node{'s' if nodes != 1 else ''}, planned alike)"
+    return StackedChart("host-chart", title, rows, tuple(s for s in segs if s.bytes > 0), (), (), None, None,
                         tuple(summary))

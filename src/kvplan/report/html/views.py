@@ -28,7 +28,8 @@ def figures(d: dict[str, Any]) -> list[tuple[str, str, str]]:
     if r.get("host_kv_bytes"):
         rows.append(("host KV pool", fmt.host(r["host_kv_bytes"]), "per rank"))
     rows += [("host KV requested", fmt.host(n["host_kv_bytes"]), "per node"),
-             ("host memory available", fmt.gib(n["host_available_bytes"]), f"per node ({n['host_available_source']})")]
+             ("host memory available", "not given" if n["host_available_bytes"] is None else
+              fmt.gib(n["host_available_bytes"]), f"per node ({n['host_available_source']})")]
     return rows
 
 

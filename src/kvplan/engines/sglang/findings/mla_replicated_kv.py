@@ -1,7 +1,8 @@
 """mla-replicated-kv: an MLA model under plain TP stores the same latent KV on every rank; with DP attention each
 rank holds distinct requests (the what-if is a second Plan, not a second formula).
 
-Signals: MLA, attention TP >= 2, a non-empty pool. Severity: warning below 64 requests per replica, else info.
+Signals: MLA, attention TP >= 2, a non-empty pool. Severity: info (capacity advice: nothing fails or is at
+risk; kvplan.findings' scale).
 Fix: --enable-dp-attention --dp <tp>, priced by re-planning the launch with it.
 """
 
@@ -39,5 +40,4 @@ def check(ctx: FindingContext) -> list[Finding]:
                     f"{alt.per_replica.requests_fit} requests of {rep.avg_tokens:,} tokens instead of "
                     f"{rep.requests_fit})")
             fix = f"--enable-dp-attention --dp {tp_size} ({gain:.1f}× the KV tokens per replica)"
-    sev = "warning" if rep.requests_fit < 64 else "info"
-    return [Finding(ID, sev, msg, fix, flags)]
+    return [Finding(ID, "info", msg, fix, flags)]

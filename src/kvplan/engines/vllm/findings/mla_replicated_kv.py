@@ -1,7 +1,8 @@
 """mla-replicated-kv: an MLA model under tensor parallelism stores the same latent KV on every TP rank
 (MLAAttentionSpec); data-parallel ranks with expert parallelism each hold their own requests.
 
-Signals: MLA, TP >= 2, a non-empty pool. Severity: warning below 64 requests per replica, else info.
+Signals: MLA, TP >= 2, a non-empty pool. Severity: info (capacity advice: nothing fails or is at
+risk; kvplan.findings' scale).
 Fix: --data-parallel-size <tp> --enable-expert-parallel instead of TP.
 """
 
@@ -25,5 +26,4 @@ def check(ctx: FindingContext) -> list[Finding]:
            f"{rep.kv_tokens:,} distinct tokens, not {tp}×")
     fix = (f"vLLM: --data-parallel-size {tp} --enable-expert-parallel instead of TP {tp} (each DP rank holds "
            "its own requests; about the same KV per rank, so the replica holds up to that many times more)")
-    sev = "warning" if rep.requests_fit < 64 else "info"
-    return [Finding(ID, sev, msg, fix, {})]
+    return [Finding(ID, "info", msg, fix, {})]

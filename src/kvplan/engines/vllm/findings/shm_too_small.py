@@ -22,6 +22,9 @@ def check(ctx: FindingContext) -> list[Finding]:
                         "(unknown for that machine)", "run with --ipc=host or --shm-size at least that large")]
     if have >= need:
         return []
-    return [Finding(ID, "error", f"per node: the native offload region needs {need / GiB:,.1f} GiB of /dev/shm, this "
-                    f"machine has {have / GiB:,.1f} GiB", "docker: --ipc=host or --shm-size; or lower "
-                    "--kv-offloading-size")]
+    where = f"the container has {have / GiB:,.2f} GiB ({p.per_node.shm_source})" \
+        if p.per_node.shm_source and not p.per_node.shm_source.startswith("detected") \
+        else f"this machine has {have / GiB:,.1f} GiB"
+    return [Finding(ID, "error", f"per node: the native offload region needs {need / GiB:,.1f} GiB of /dev/shm, "
+                    f"{where}", "docker: --ipc=host or --shm-size; Kubernetes: an emptyDir with medium: Memory "
+                    "mounted at /dev/shm (sizeLimit above the region); or lower --kv-offloading-size")]

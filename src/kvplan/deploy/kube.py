@@ -1,0 +1,177 @@
+"""Kubernetes workloads: Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, LeaderWorkerSet
+(and ``List``); any other kind is searched for pod specs (``containers:``), so CRDs that embed one
+(KServe, RayService, Helm-rendered operators) work too.
+
+Per container (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/):
+``command``/``args`` (``args`` alone run the image's entrypoint; ``$(VAR)`` expands from ``env``),
+``resources.limits.memory`` (the cgroup limit: exceeding it is an OOM-kill), ``nvidia.com/gpu`` /
+``amd.com/gpu``, ``/dev/shm`` from an ``emptyDir`` with ``medium: Memory`` (its ``sizeLimit``; without one the
+pod's memory limit bounds it), ``hostIPC``, and the GPU model from ``nodeSelector`` / node affinity labels.
+LeaderWorkerSet: one engine spans ``size`` pods; ``LWS_GROUP_SIZE`` / ``LWS_WORKER_INDEX`` are the values the
+LWS controller injects (https://lws.sigs.k8s.io/docs/reference/labels-annotations-and-environment-variables/).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.deploy import images
+from kvplan.deploy.model import Container
+from kvplan.deploy.quantity import k8s_bytes
+from kvplan.deploy.shell import find_in_tokens, substitute
+from kvplan.errors import KvplanError
+
+RUNTIME_DEFAULT_SHM = 64 * 2**20  # containerd / docker default /dev/shm
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+GPU_LABELS = ("nvidia.com/gpu.product", "amd.com/gpu.product-name", "cloud.google.com/gke-accelerator",
+              "karpenter.k8s.aws/instance-gpu-name")
+SKIPPED_KINDS = {"Service", "ConfigMap", "Secret", "PersistentVolumeClaim", "PersistentVolume", "RuntimeClass",
+                 "Namespace", "Ingress", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceAccount", "Role",
+                 "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy", "ServiceMonitor", "PodMonitor",
+                 "StorageClass", "PriorityClass", "CustomResourceDefinition", "HTTPRoute", "Gateway"}
+
+
+def is_kube(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("kind"), str) and "apiVersion" in doc
+
+
+def _pod_specs(doc: dict) -> list[tuple[str, dict, int, dict]]:
+    """(role, pod spec, pods per engine, injected env) of a workload document."""
+    kind, spec = doc["kind"], doc.get("spec") or {}
+    if kind == "Pod":
+        return [("", spec, 1, {})]
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"):
+        return [("", (spec.get("template") or {}).get("spec") or {}, 1, {"POD_INDEX": "0"})]
+    if kind == "CronJob":
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        return [("", (job.get("template") or {}).get("spec") or {}, 1, {})]
+    if kind == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        size = int(lwt.get("size") or 1)
+        env = {"LWS_GROUP_SIZE": str(size), "LWS_LEADER_ADDRESS": "leader"}
+        out = []
+        if lwt.get("leaderTemplate"):
+            out.append(("leader", (lwt["leaderTemplate"].get("spec") or {}), size, {**env, "LWS_WORKER_INDEX": "0"}))
+        if lwt.get("workerTemplate"):
+            out.append(("worker", (lwt["workerTemplate"].get("spec") or {}), size, {**env, "LWS_WORKER_INDEX": "1"}))
+        return out
+    found: list[tuple[str, dict, int, dict]] = []
+    _search(spec, found, 0, [20_000])
+    return found
+
+
+def _search(node: Any, found: list, depth: int, budget: list[int]) -> None:
+    """Pod specs anywhere inside an unknown kind (bounded depth and node count: YAML aliases can make a small
+    file a huge tree)."""
+    budget[0] -= 1
+    if depth > 12 or budget[0] < 0:
+        return
+    if isinstance(node, dict):
+        if isinstance(node.get("containers"), list):
+            found.append(("", node, 1, {}))
+            return
+        for v in node.values():
+            _search(v, found, depth + 1, budget)
+    elif isinstance(node, list):
+        for v in node:
+            _search(v, found, depth + 1, budget)
+
+
+def _env(container: dict, injected: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    env, unknown = dict(injected), []
+    for e in container.get("env") or []:
+        if not isinstance(e, dict) or "name" not in e:
+            continue
+        if "value" in e:
+            env[str(e["name"])] = str(e["value"])
+        elif (e.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath", "").endswith("pod-index']"):
+            env[str(e["name"])] = "0"
+        else:
+            unknown.append(str(e["name"]))
+    return env, unknown
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, (str, int, float)) for t in value):
+        raise KvplanError(f"{where}: command/args must be lists of strings")
+    return [str(t) for t in value]
+
+
+def _shm(pod: dict, mounts: list, mem_limit: int | None) -> tuple[int | None, str, bool]:
+    if pod.get("hostIPC"):
+        return None, "hostIPC: true (the host's /dev/shm)", True
+    for m in mounts if isinstance(mounts, list) else []:
+        if not isinstance(m, dict) or str(m.get("mountPath", "")).rstrip("/") != "/dev/shm":
+            continue
+        for v in pod.get("volumes") or []:
+            if isinstance(v, dict) and v.get("name") == m.get("name") and isinstance(v.get("emptyDir"), dict):
+                ed = v["emptyDir"]
+                if ed.get("sizeLimit") is not None:
+                    size = k8s_bytes(ed["sizeLimit"], "emptyDir sizeLimit")
+                    return size, f"emptyDir sizeLimit: {ed['sizeLimit']}", False
+                if mem_limit:
+                    return mem_limit, "memory emptyDir without sizeLimit (bounded by the memory limit)", False
+                return None, "memory emptyDir without sizeLimit (node memory)", False
+        return None, f"/dev/shm mounted from volume {m.get('name')!r}", False
+    return RUNTIME_DEFAULT_SHM, "the container runtime's default 64 MB (no /dev/shm volume, no hostIPC)", False
+
+
+def _gpu_product(pod: dict) -> str | None:
+    sel = pod.get("nodeSelector") or {}
+    for key in GPU_LABELS:
+        if isinstance(sel, dict) and sel.get(key):
+            return str(sel[key])
+    terms = (((pod.get("affinity") or {}).get("nodeAffinity") or {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    for term in terms if isinstance(terms, list) else []:
+        for ex in (term or {}).get("matchExpressions") or []:
+            if isinstance(ex, dict) and ex.get("key") in GPU_LABELS and ex.get("operator") == "In" and ex.get("values"):
+                return str(ex["values"][0])
+    return None
+
+
+def from_kube(doc: dict, source: str) -> list[Container]:
+    kind = doc["kind"]
+    if kind == "List":
+        return [c for item in doc.get("items") or [] if is_kube(item) for c in from_kube(item, source)]
+    name = str((doc.get("metadata") or {}).get("name") or "?")
+    replicas = int((doc.get("spec") or {}).get("replicas") or 1) if isinstance(doc.get("spec"), dict) else 1
+    out: list[Container] = []
+    for role, pod, pods, injected in _pod_specs(doc):
+        if not isinstance(pod, dict):
+            continue
+        for c in pod.get("containers") or []:
+            if not isinstance(c, dict):
+                continue
+            where = f"{source}: {kind}/{name} container {c.get('name')}"
+            env, unknown_env = _env(c, injected)
+            command, args = _strings(c.get("command"), where), _strings(c.get("args"), where)
+            missing: list[str] = []
+            argv = [substitute(t, env, k8s=True, missing=missing)
+                    for t in ([*command, *args] if command else [*(images.entrypoint(c.get("image")) or ()), *args])]
+            hit = find_in_tokens(argv, env)
+            if hit is None:
+                continue
+            res = c.get("resources") or {}
+            limits, requests = res.get("limits") or {}, res.get("requests") or {}
+            mem = limits.get("memory")
+            mem_bytes = k8s_bytes(mem, f"{where} memory limit") if mem is not None else None
+            gpus = next((int(float(str(lim[g]))) for lim in (limits, requests) for g in GPU_RESOURCES if g in lim),
+                        None)
+            shm, shm_src, ipc = _shm(pod, c.get("volumeMounts") or [], mem_bytes)
+            notes = [f"$({v}) is not set in the manifest; left as written" for v in sorted(set(missing))]
+            notes += [f"env {v} comes from a secret/config the manifest does not show" for v in unknown_env
+                      if any(v in t for t in hit.argv)]
+            if mem is None and requests.get("memory") is not None:
+                notes.append(f"only a memory request ({requests['memory']}): no cgroup limit, the node's memory "
+                             "applies")
+            workload = f"{kind}/{name}" + (f" ({role})" if role else "")
+            out.append(Container(
+                source=source, workload=workload, name=str(c.get("name") or ""),
+                argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=c.get("image"),
+                memory_limit_bytes=mem_bytes, memory_limit_source=f"resources.limits.memory: {mem}" if mem else None,
+                shm_bytes=shm, shm_source=shm_src, ipc_host=ipc, gpus=gpus, gpu_product=_gpu_product(pod),
+                nodes=pods, replicas=replicas, engine_version=images.tag_version(c.get("image")), notes=tuple(notes)))
+    return out

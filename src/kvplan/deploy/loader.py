@@ -1,0 +1,157 @@
+"""Files (or a directory, or ``-`` for stdin) -> engine containers.
+
+Every file is hostile input: regular files only (no FIFOs, devices or symlink loops), at most ``MAX_FILE_BYTES``,
+UTF-8 text, YAML through ``yaml.safe_load_all`` (no tags that construct objects), at most ``MAX_FILES`` per
+directory. Kind of file, by its content: a Dockerfile (``FROM``), YAML (Compose ``services:`` or Kubernetes
+``apiVersion``/``kind``), an sbatch script (``#SBATCH``), shell text with ``docker run``, or shell text with the
+launch itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+
+from kvplan.deploy.model import Container
+from kvplan.errors import KvplanError
+
+MAX_FILE_BYTES = 16 * 2**20
+MAX_FILES = 500
+_YAML_EXT = {".yaml", ".yml", ".json"}
+_SCRIPT_EXT = {".sh", ".bash", ".sbatch", ".slurm", ".txt", ".cmd", ""}
+_DOCKER_RUN = re.compile(r"\bdocker\s+(?:container\s+)?run\b")
+
+
+def _read(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise KvplanError(f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise KvplanError(f"{path} is not a regular file", "give a manifest, compose file or script")
+    if st.st_size > MAX_FILE_BYTES:
+        raise KvplanError(f"{path} is {st.st_size / 2**20:.0f} MiB; deployment files are far smaller",
+                          f"limit {MAX_FILE_BYTES // 2**20} MiB")
+    data = path.read_bytes()[:MAX_FILE_BYTES]
+    return _decode(data, str(path))
+
+
+def _decode(data: bytes, name: str) -> str:
+    if b"\x00" in data[:8192]:
+        raise KvplanError(f"{name} is binary, not a deployment file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KvplanError(f"{name} is not UTF-8 text") from None
+
+
+def _yaml_docs(text: str, source: str) -> list:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise KvplanError(f"{source}: not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise KvplanError(f"{source}: YAML nested too deeply") from None
+
+
+def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
+    """Containers in one file's text."""
+    from kvplan.deploy import compose, docker, images, kube, shell, slurm
+
+    stripped = text.lstrip()
+    first = stripped.split(None, 1)[0].upper() if stripped else ""
+    if name_hint.lower().startswith("dockerfile") or name_hint.lower().endswith(".dockerfile") or first == "FROM" \
+            or (first.startswith("#") and re.search(r"(?m)^\s*FROM\s+\S", text) and
+                re.search(r"(?m)^\s*(CMD|ENTRYPOINT)\b", text) and not slurm.is_sbatch(text)):
+        return [docker.from_dockerfile(text, source)]
+    if slurm.is_sbatch(text):
+        return [slurm.from_sbatch(text, source)]
+    if Path(name_hint).suffix.lower() in _YAML_EXT or re.search(r"(?m)^(apiVersion|kind|services)\s*:", text):
+        docs = _yaml_docs(text, source)
+        out: list[Container] = []
+        kinds: list[str] = []
+        for doc in docs:
+            if compose.is_compose(doc):
+                out += compose.from_compose(doc, source)
+                kinds.append("compose services")
+            elif kube.is_kube(doc):
+                kinds.append(doc["kind"])
+                if doc["kind"] not in kube.SKIPPED_KINDS:
+                    out += kube.from_kube(doc, source)
+            elif isinstance(doc, dict):
+                kinds.append("a mapping without apiVersion/kind or services")
+            else:
+                kinds.append(type(doc).__name__)
+        if not out:
+            seen = ", ".join(dict.fromkeys(kinds)) or "nothing"
+            raise KvplanError(f"{source}: no SGLang or vLLM container found (documents: {seen})",
+                              "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services")
+        return out
+    for m in _DOCKER_RUN.finditer(text):  # docker run ... (shell text)
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        chunk = re.sub(r"\\\r?\n", " ", text[line_start:])
+        cmds = [c for c in shell._commands(chunk)]
+        for cmd in cmds[:1]:
+            i = next((k for k, t in enumerate(cmd) if t.rsplit("/", 1)[-1] == "docker"), None)
+            if i is not None:
+                return [docker.from_run(cmd[i:], source)]
+    hit = shell.find_in_script(text)
+    if hit is None:
+        raise KvplanError(f"{source}: no SGLang or vLLM launch command found",
+                          "give a Compose file, Kubernetes manifest, Dockerfile, sbatch script or docker run line")
+
+    return [Container(source=source, workload="script", name=Path(source).name,
+                      argv=tuple(images.with_engine_env(hit.argv, hit.env)), env=hit.env,
+                      notes=tuple(f"${v} is not set in the script; left as written" for v in hit.unresolved))]
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_symlink() and path.is_dir():
+        raise KvplanError(f"{path} is a symlinked directory", "give the directory itself")
+    if not path.is_dir():
+        return [path]
+    out = []
+    for root, dirs, names in os.walk(path, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for n in sorted(names):
+            p = Path(root) / n
+            if n.startswith(".") or p.is_symlink():
+                continue
+            if p.suffix.lower() in _YAML_EXT | _SCRIPT_EXT or n.lower().startswith(("dockerfile", "compose")):
+                out.append(p)
+            if len(out) > MAX_FILES:
+                raise KvplanError(f"{path}: more than {MAX_FILES} files", "point -f at the deployment's folder")
+    return out
+
+
+def read_deployments(paths: list[str]) -> list[Container]:
+    """Every engine container in the given files / directories (``-`` reads stdin)."""
+    out: list[Container] = []
+    for given in paths:
+        if given == "-":
+            out += parse_text(_decode(sys.stdin.buffer.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES], "stdin"), "stdin")
+            continue
+        p = Path(given)
+        files = _files(p)
+        found_here = []
+        errors = []
+        for f in files:
+            try:
+                found_here += parse_text(_read(f), str(f), f.name)
+            except KvplanError as e:
+                if not p.is_dir():
+                    raise
+                errors.append(str(e))
+        if p.is_dir() and not found_here:
+            raise KvplanError(f"{p}: no SGLang or vLLM deployment in {len(files)} file(s)",
+                              errors[0] if errors else "the folder holds no manifest, compose file or script")
+        out += found_here
+    return out
