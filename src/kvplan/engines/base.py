@@ -69,6 +69,12 @@ class Engine(ABC):
     cli: ClassVar[str | None] = None  # `<cli> serve ...`
     launch_hint: ClassVar[str] = ""  # how its launch command looks, for "not a known engine launch command"
     findings_package: ClassVar[str | None] = None  # e.g. "kvplan.engines.sglang.findings" (its RULES: position, name)
+    # the module modelling this engine's scheduler for ``kvplan simulate`` / ``tune`` (kvplan.simulate.policy.Policy:
+    # knobs, make_instance, levers); named, not imported, so that engines never import the simulator; None: none
+    scheduler_policy: ClassVar[str | None] = None
+    # warnings that mean "this much memory leaves the GPU too little room to run" (besides every error): a lever is
+    # priced only up to the value where one of them (or an error) appears (kvplan.engines.levers)
+    headroom_findings: ClassVar[tuple[str, ...]] = ()
 
     # ---- a launch ----
     def matches(self, cmd: LaunchCommand) -> bool:

@@ -48,6 +48,8 @@ class SGLangEngine(Engine):
     cli = "sglang"
     launch_hint = "`python -m sglang.launch_server ...`, `sglang serve ...`"
     findings_package = "kvplan.engines.sglang.findings"
+    scheduler_policy = "kvplan.simulate.policy.sglang_api"  # its scheduler for kvplan simulate / tune
+    headroom_findings = ("gpu-headroom-low",)  # levers stop where it starts (findings/gpu_headroom_low.py)
     newest_version = NEWEST
     model_flag = "--model-path"
     launch_markers = launch.LAUNCH_MARKERS

@@ -73,6 +73,7 @@ class VLLMEngine(Engine):
     cli = "vllm"
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
+    scheduler_policy = "kvplan.simulate.policy.vllm_api"  # its scheduler (V1) for kvplan simulate / tune
     newest_version = NEWEST
     launch_markers = launch.LAUNCH_MARKERS
     startup_phases = launch.PHASES
