@@ -24,6 +24,7 @@ from kvplan.logs.facts import LogFacts
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.base import Engine
+    from kvplan.engines.loggpu import LogGpu
     from kvplan.result import CheckResult
 
 __all__ = ["Comparison", "ExplainResult", "explain", "observed_inputs", "parse_log", "rebuild_command"]
@@ -47,10 +48,13 @@ class ExplainResult:
     comparisons: list[Comparison] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # figures the log lacks, with what was assumed
     unsupported: str | None = None  # why no prediction could be made
+    log_gpu: LogGpu | None = None  # the GPU taken from the log's own figures (no --gpu given)
 
     @property
     def exit_code(self) -> int:
-        return self.check.exit_code if self.check is not None else 0
+        """2 when nothing could be planned (``unsupported`` says why), else 0: the launch already happened, its
+        findings are reported, not a refusal."""
+        return 2 if self.check is None else 0
 
     def observed(self) -> dict[str, Any]:
         f, r, eng = self.facts, self.facts.first_rank(), _engine(self.facts)
@@ -77,6 +81,8 @@ class ExplainResult:
                 "command": self.command, "observed": self.observed(), "predicted": pred,
                 "comparisons": [c.to_dict() for c in self.comparisons], "missing": self.missing,
                 "unsupported": self.unsupported,
+                "gpu_from_log": None if self.log_gpu is None else {
+                    "gpu_mem_mib": self.log_gpu.mem_mib, "exact": self.log_gpu.exact, "how": self.log_gpu.how},
                 "findings": [f.to_dict() for f in self.check.findings] if self.check else [],
                 "lines_read": self.facts.lines_read, "lines_matched": self.facts.lines_matched,
                 "plan": self.check.to_dict() if self.check else None}  # the rebuilt launch, as check --json
@@ -125,7 +131,11 @@ def rebuild_command(facts: LogFacts, user_command: Sequence[str] | None, model_c
 
 
 def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> ExplainResult:
+    """Explain the startup log at ``path``. Without ``gpu``/``gpu_mem_mib`` the GPU comes from the log's own memory
+    figures (``Engine.log_gpu``); what the log lacks is named in ``missing``, and ``unsupported`` says in one line
+    why nothing could be planned (the CLI then exits 2)."""
     from kvplan import api
+    from kvplan.explain_inputs import gpu_from_log, why_unplanned
 
     facts = parse_log(path)
     engine = _engine(facts)
@@ -134,12 +144,19 @@ def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> 
     version, vsrc = _version(facts, engine, opts.pop("engine_version", None))
     missing: list[str] = []
     opts.update(engine.observed_inputs(facts, missing))
+    lacking = list(missing)
+    gpu_given = bool(opts.get("gpu") or opts.get("gpu_mem_mib"))
+    log_gpu = gpu_from_log(engine, facts, opts, missing)
     missing += engine.explain_notes(facts, version, not vsrc.startswith("not printed"), command)
     try:
         result = api.check(argv, engine_version=version, **{k: v for k, v in opts.items() if v is not None})
     except KvplanError as e:
-        return ExplainResult(facts, facts.engine or "?", version, vsrc, " ".join(argv), None, [], missing, str(e))
+        res = ExplainResult(facts, facts.engine or "?", version, vsrc, " ".join(argv), None, [], missing,
+                            why_unplanned(str(e), lacking, gpu_given or log_gpu is not None))
+        res.log_gpu = log_gpu
+        return res
     res = ExplainResult(facts, facts.engine or "?", version, vsrc, result.plan.command, result, [], missing)
+    res.log_gpu = log_gpu
     res.comparisons = engine.compare(facts, result.plan)
     return res
 
@@ -150,7 +167,10 @@ def _version(facts: LogFacts, engine: Engine, given: str | None) -> tuple[str, s
     if given:
         return given, "--engine-version"
     if facts.version:
-        return facts.version, "printed in the log"
+        from kvplan.explain_inputs import readable_version
+
+        readable, note = readable_version(facts.version)
+        return readable, "printed in the log" + (f" ({facts.version}, {note})" if note else "")
     guess = newest_allowed(facts.version_hint or "") or engine.newest_version
     hint = f" (formats: {facts.version_hint})" if facts.version_hint else ""
     return guess, f"not printed in the log{hint}; assumed {guess}, pass --engine-version"

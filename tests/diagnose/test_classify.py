@@ -35,11 +35,22 @@ EXPECTED = {
 CASES = {c["id"]: c for c in corpus_jsonl("throughput.jsonl")}
 
 
+# Excerpts that show enough to name a bottleneck (issue #12: at least 3 samples over at least 10 s, or the engine's
+# own preemption events): 6737 has five stats lines over 20 s; 546 and 5578 print "preempted by PreemptionMode.SWAP".
+# Every other excerpt has 1-2 stats lines (or 3 within 1 s): its bottleneck is "unknown", what it leans to (the
+# label above) is kept as secondary.
+NAMED = {"tp-vllm-6737-qwen2-0.5b-h800-v042", "tp-vllm-546-preempt-swap-v063", "tp-vllm-5578-opt125m-swap-n8"}
+
+
 @pytest.mark.parametrize("case_id", sorted(EXPECTED))
 def test_corpus_bottleneck(case_id, corpus):
     res = diagnose(log=str(corpus / CASES[case_id]["raw_file"]))
-    assert res.bottleneck == EXPECTED[case_id], res.to_dict()["evidence"]
     d = res.to_dict()
+    if case_id in NAMED or EXPECTED[case_id] == "unknown":
+        assert res.bottleneck == EXPECTED[case_id], d["evidence"]
+    else:
+        assert res.bottleneck == "unknown" and "need ≥ 3 samples over ≥ 10 s" in d["cause"], d["evidence"]
+        assert d["secondary"] and d["secondary"][0]["id"] == EXPECTED[case_id]  # what the thin window leans to
     assert d["evidence"] and all(isinstance(e, str) and e for e in d["evidence"])
     if d["bottleneck"] not in ("unknown",):
         assert any(ch.isdigit() for e in d["evidence"] for ch in e)  # evidence carries numbers
@@ -51,7 +62,8 @@ def test_every_corpus_case_is_covered(corpus):
 
 
 def _win(rows: list[dict], engine: str = "vllm"):
-    return build([Sample(kind="stats", fmt="vllm-v1", t=float(i), **r) for i, r in enumerate(rows)], engine)
+    # one stats line every 10 s, as vLLM prints them (VLLM_LOG_STATS_INTERVAL)
+    return build([Sample(kind="stats", fmt="vllm-v1", t=10.0 * i, **r) for i, r in enumerate(rows)], engine)
 
 
 def _ids(w, **kw) -> list[str]:

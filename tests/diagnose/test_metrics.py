@@ -15,6 +15,7 @@ import pytest
 
 from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.metrics import parse_prometheus, scrape
+from kvplan.errors import KvplanError
 
 KIMI = "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --mem-fraction-static 0.85"
 
@@ -92,7 +93,9 @@ def test_sglang_live_server_is_kv_capacity_with_server_info():
     with fake_server("sglang") as url:
         res = diagnose(url=url, window_s=1.0, gpu="rtx-pro-6000", host_mem_gib=449)
     d = res.to_dict()
-    assert d["bottleneck"] == "kv-capacity" and d["engine"] == "sglang" and d["engine_version"] == "0.5.9"
+    # one second of scrapes is too thin to name it (issue #12): unknown, leaning to kv-capacity
+    assert d["bottleneck"] == "unknown" and d["secondary"][0]["id"] == "kv-capacity"
+    assert d["engine"] == "sglang" and d["engine_version"] == "0.5.9"
     assert d["observed"]["pool_tokens"] == 116171 and d["observed"]["pool_source"] == "the server's info"
     assert d["observed"]["gen_tps"] == pytest.approx(850, rel=0.1)  # from the counter, over the window
     assert d["observed"]["max_running"] == 2048
@@ -105,7 +108,9 @@ def test_sglang_launch_command_from_server_info_gives_commands():
     with fake_server("sglang", launch=True) as url:
         res = diagnose(url=url, window_s=0.6, gpu="rtx-pro-6000", host_mem_gib=449)
     assert res.command_source == "server_info launch_command"
-    assert res.lever("DP attention").command.endswith("--enable-dp-attention --dp-size 8")
+    cmd = res.lever("DP attention").command
+    assert cmd.startswith("python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8")
+    assert "--enable-dp-attention --dp-size 8" in cmd  # (at its own largest check-safe fraction)
 
 
 def test_vllm_live_server_is_client_bound_and_tolerates_missing_pieces():
@@ -117,7 +122,7 @@ def test_vllm_live_server_is_client_bound_and_tolerates_missing_pieces():
     s = view.samples[-1]
     assert s.running == 2 and s.queued == 0 and s.gen_tps == pytest.approx(40, rel=0.3)
     assert s.prefix_hit == pytest.approx(0.5, abs=0.05)
-    assert res.bottleneck == "client-bound"
+    assert res.bottleneck == "unknown" and res.verdicts[1].id == "client-bound"  # 0.6 s: too thin to name it
     assert res.observed["pool_tokens"] == 1048576  # cache_config_info kv_cache_size_tokens
     assert any("levers are not priced" in n for n in res.notes)  # the model path is not on this machine
 
@@ -127,7 +132,6 @@ def test_nothing_listens():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t = time.monotonic()
-    res = diagnose(url=f"http://127.0.0.1:{port}", window_s=30)
+    with pytest.raises(KvplanError, match="connection refused"):  # an error, not an "unknown" diagnosis
+        diagnose(url=f"http://127.0.0.1:{port}", window_s=30)
     assert time.monotonic() - t < 10  # does not wait out the window
-    assert res.bottleneck == "unknown" and "no serving stats" in res.verdicts[0].cause
-    assert any("/metrics" in n for n in res.notes)

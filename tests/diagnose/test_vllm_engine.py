@@ -167,7 +167,7 @@ def test_small_cache_many_long_requests_is_kv_capacity(engine_py, tiny, tmp_path
             Load(base, tiny, n=24, prompt_len=1000, max_tokens=1000) as load:
         _wait_running(base, 2)
         time.sleep(2.0)
-        live = diagnose(url=base, window_s=6.0, launch_command=argv)
+        live = diagnose(url=base, window_s=12.0, launch_command=argv)  # >= 10 s: enough to name a bottleneck
         print(f"[diagnose] live window done at {time.monotonic() - t0:.1f} s; client results so far "
               f"{len(load.results)}/24")
     assert not LEFT, f"the engine left shared memory behind: {LEFT}"
@@ -184,7 +184,9 @@ def test_small_cache_many_long_requests_is_kv_capacity(engine_py, tiny, tmp_path
     assert dbl["requests"] >= cur["requests"]
     from_log = diagnose(log=str(tmp_path / "small.log"), launch_command=argv)
     print(f"[diagnose] from the log: {from_log.bottleneck}: {from_log.verdicts[0].evidence[0]}")
-    assert from_log.bottleneck == "kv-capacity"
+    # the log prints a stats line every 10 s: a short run may leave too few to name it (then unknown, leaning to it)
+    assert from_log.bottleneck == "kv-capacity" or (from_log.bottleneck == "unknown"
+                                                    and from_log.verdicts[1].id == "kv-capacity")
     assert from_log.observed["pool_tokens"] == 8192 and from_log.observed["pool_source"] == "the log"
 
 
@@ -193,7 +195,7 @@ def test_large_cache_two_requests_is_client_bound(engine_py, tiny, tmp_path):
     with serving(engine_py, tiny, flags, tmp_path / "large.log") as (base, argv), \
             Load(base, tiny, n=2, prompt_len=40, max_tokens=2000):
         _wait_running(base, 2)
-        live = diagnose(url=base, window_s=4.0, launch_command=argv)
+        live = diagnose(url=base, window_s=12.0, launch_command=argv)
     assert not LEFT, f"the engine left shared memory behind: {LEFT}"
     d = live.to_dict()
     print(json.dumps({k: d[k] for k in ("bottleneck", "evidence", "observed")}, indent=1))
@@ -201,5 +203,5 @@ def test_large_cache_two_requests_is_client_bound(engine_py, tiny, tmp_path):
     assert d["observed"]["queued"] == 0 and d["observed"]["kv_usage_max"] < 0.2
     cur = d["levers"][0]
     assert cur["expected_gen_tps"] is not None and cur["expected_gen_tps"] > 0
-    for lv in d["levers"][1:]:  # nothing waits: no lever raises throughput beyond the client's demand
-        assert lv["expected_gen_tps"] == pytest.approx(cur["expected_gen_tps"], rel=0.05), lv
+    assert len(d["levers"]) == 1  # client-bound: no launch change is offered as a fix (issue #12)
+    assert any("client's concurrency" in n for n in d["notes"])

@@ -19,10 +19,12 @@ INCIDENT_OPTS = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "host_me
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import PLAN_EXIT_CODES, HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, html_option, json_option
 
     c = sub.add_parser("check", help="preflight a real launch command: kvplan check [options] -- <command>",
-                       description="Plan a launch command and report findings. Put the command after --.")
+                       description="Plan a launch command and report findings. Put the command after --.",
+                       epilog=exit_codes(*PLAN_EXIT_CODES), formatter_class=HelpFormatter)
     g = add_plan_options(c)
     json_option(g)
     html_option(g)

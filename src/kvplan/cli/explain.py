@@ -6,15 +6,22 @@ import argparse
 import json
 
 REMOTE_HOST_GIB = 1024.0  # a log's host is not this machine; only host KV pools need it
+EXIT_CODES = (
+    (0, "the launch was planned and compared with the log (findings and differences are reported, not a failure)"),
+    (2, "nothing could be planned (one line names the figure the log lacks and the option that supplies it), or the "
+        "log is unreadable or not an engine's log, or an option is bad"))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, html_option, json_option
 
     ex = sub.add_parser("explain", help="reconcile a real startup log with the plan: kvplan explain LOG [-- command]",
                         description="Read an SGLang or vLLM startup log, rebuild the launch, and show, rank by rank, "
                         "what the log says next to what kvplan computes. The command after -- fills in flags the log "
-                        "does not show.")
+                        "does not show. Without --gpu the GPU comes from the log's own memory figures; a figure the "
+                        "log lacks is named with the option that supplies it.",
+                        epilog=exit_codes(*EXIT_CODES), formatter_class=HelpFormatter)
     ex.add_argument("log", help="the engine's startup log")
     g = add_plan_options(ex)
     json_option(g)
@@ -37,4 +44,8 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
         from kvplan.report.explain import render_explain
 
         render_explain(res)
-    return 0
+    if res.check is None:
+        import sys
+
+        print(f"kvplan: error: {res.unsupported}", file=sys.stderr)
+    return res.exit_code

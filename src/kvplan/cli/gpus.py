@@ -9,9 +9,11 @@ from typing import Any
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import HelpFormatter, exit_codes
     from kvplan.cli.options import json_option
 
-    p = sub.add_parser("gpus", help="list the GPU catalog")
+    p = sub.add_parser("gpus", help="list the GPU catalog", epilog=exit_codes((0, "the catalog was printed")),
+                       formatter_class=HelpFormatter)
     json_option(p, "print the catalog as one JSON object")
     return p
 

@@ -19,12 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``launch`` on kvplan's subparsers."""
+    from kvplan.cli.exitcodes import LAUNCH_EXIT_CODES, HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, json_option
 
     p = sub.add_parser("launch", help="start a launch command under a watchdog: kvplan launch [options] -- <command>",
                        description="Preflight the command like `kvplan check`, start it in its own session, follow "
                        "its startup phases and memory, and stop the whole process tree (nothing left behind) before "
-                       "the host runs dry. Put the command after --.")
+                       "the host runs dry. Put the command after --.", epilog=exit_codes(*LAUNCH_EXIT_CODES),
+                       formatter_class=HelpFormatter)
     json_option(add_plan_options(p), "print the events (JSON lines, as --events writes them) instead of the report")
     w = p.add_argument_group("watchdog")
     w.add_argument("--host-reserve-gib", type=float,

@@ -13,7 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup", "serve")
+SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup", "serve", "simulate",
+               "tune")
 
 
 def build_parser(only: Sequence[str] = SUBCOMMANDS) -> argparse.ArgumentParser:

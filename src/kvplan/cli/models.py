@@ -11,9 +11,11 @@ BF16 = 2  # bytes per KV element at bf16
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import HelpFormatter, exit_codes
     from kvplan.cli.options import json_option
 
-    p = sub.add_parser("models", help="list the embedded model catalog")
+    p = sub.add_parser("models", help="list the embedded model catalog",
+                       epilog=exit_codes((0, "the catalog was printed")), formatter_class=HelpFormatter)
     json_option(p, "print the catalog as one JSON object")
     return p
 

@@ -55,3 +55,36 @@ def html_option(group: argparse._ArgumentGroup | argparse.ArgumentParser) -> Non
     from kvplan.report.html.cli import add_html_option
 
     add_html_option(group)
+
+
+def add_workload_options(parser: argparse.ArgumentParser) -> None:
+    """The workload and step-time options of ``kvplan simulate`` and ``kvplan tune`` (kvplan.simulate reads them:
+    ``workload_values`` / ``simulate.workload.options.workload_from``)."""
+    g = parser.add_argument_group("workload (a file, or generated)")
+    g.add_argument("--workload", help="JSONL of requests, or a SGLang bench_serving / vLLM benchmark_serving result")
+    g.add_argument("--requests", type=int, help="generated: number of requests")
+    g.add_argument("--prompt-len", type=int, help="generated: mean prompt tokens")
+    g.add_argument("--output-len", type=int, help="generated: mean output tokens")
+    g.add_argument("--prompt-dist", default="fixed", help="fixed | uniform:S | range:R | lognormal:S | exp")
+    g.add_argument("--output-dist", default="fixed", help="fixed | uniform:S | range:R | lognormal:S | exp")
+    g.add_argument("--max-new-tokens", type=int, help="generated: the requests' max_new_tokens (default: output)")
+    g.add_argument("--shared-prefix", type=int, default=0, help="generated: tokens of a shared prompt prefix")
+    g.add_argument("--prefix-groups", type=int, default=1, help="generated: distinct shared prefixes")
+    g.add_argument("--concurrency", type=int, help="closed-loop clients (or the cap on requests in flight)")
+    g.add_argument("--rate", type=float, help="requests/s (Poisson; --burstiness sets a gamma shape)")
+    g.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of inter-arrival times (1: Poisson)")
+    g.add_argument("--seed", type=int, default=0, help="seed of generated lengths and arrivals")
+    s = parser.add_argument_group("step time and serving")
+    s.add_argument("--calibrate", metavar="LOG", help="fit the step time to this server log's serving lines")
+    s.add_argument("--mem-bw-gbps", type=float, help="GPU memory bandwidth, GB/s (default: the GPU catalog)")
+    s.add_argument("--tflops", type=float, help="dense TFLOP/s of the compute dtype (default: the GPU catalog)")
+    s.add_argument("--host-bw-gbps", type=float, help="host<->GPU bandwidth for HiCache, GB/s (default 63: PCIe 5 x16)")
+    s.add_argument("--router", choices=("round-robin", "least-load"), default="round-robin",
+                   help="how replicas share requests")
+
+
+def workload_values(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``add_workload_options`` declared, by field name (None: not given)."""
+    names = ("workload", "requests", "prompt_len", "output_len", "prompt_dist", "output_dist", "max_new_tokens",
+             "shared_prefix", "prefix_groups", "concurrency", "rate", "burstiness", "seed")
+    return {n: getattr(args, n, None) for n in names}

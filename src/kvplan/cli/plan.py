@@ -24,13 +24,15 @@ def _settings() -> dict[str, tuple[Any, str, list[str]]]:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.exitcodes import PLAN_EXIT_CODES, HelpFormatter, exit_codes
     from kvplan.cli.options import add_plan_options, html_option, json_option
     from kvplan.engines import DEFAULT_ENGINE, ENGINES
 
     pl = sub.add_parser("plan", help="the same plan from plain options (no launch command)",
                         description="Plan a launch described by options instead of a command: the engine builds its "
                         "launch command (printed in the JSON as 'command') and kvplan checks it like kvplan check. "
-                        "Figures are per rank, per node and per replica as in kvplan check.")
+                        "Figures are per rank, per node and per replica as in kvplan check.",
+                        epilog=exit_codes(*PLAN_EXIT_CODES), formatter_class=HelpFormatter)
     g = add_plan_options(pl)
     json_option(g)
     html_option(g)

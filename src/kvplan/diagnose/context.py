@@ -107,6 +107,10 @@ def plan_context(engine: str | None, facts: LogFacts | None, srv: LogFacts | Non
         free = observed_inputs(facts, []).get("free_gib")
         if free is not None:
             opts["free_gib"] = free
+    if facts is not None and facts.engine in ENGINES and not (opts.get("gpu") or opts.get("gpu_mem_mib")):
+        from kvplan.explain_inputs import gpu_from_log  # no --gpu: the GPU the log's memory figures bound
+
+        gpu_from_log(get_engine(facts.engine), facts, opts, ctx.notes)
     if facts is not None:
         r = facts.first_rank()
         ctx.graph_gib = r.graph_mem_gib if r is not None else None

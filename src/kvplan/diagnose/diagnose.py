@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.diagnose.levers import Lever, Pricing, price
-from kvplan.diagnose.metrics import ServerView, observed_avg_request, scrape
+from kvplan.diagnose.metrics import Progress, ServerView, observed_avg_request, scrape
 from kvplan.diagnose.rules import RuleContext, Verdict, classify
 from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
@@ -110,8 +110,11 @@ def _server_facts(view: ServerView) -> LogFacts | None:
 
 
 def diagnose(url: str | None = None, log: str | None = None, window_s: float | None = None,
-             launch_command: Sequence[str] | str | None = None, **options: Any) -> DiagnoseResult:
-    """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``."""
+             launch_command: Sequence[str] | str | None = None, progress: Progress | None = None,
+             **options: Any) -> DiagnoseResult:
+    """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``;
+    ``progress(elapsed_s, window_s)`` is called while the URL is sampled. A URL that answers as no engine at all is a
+    KvplanError (connection refused, timeout, HTTP status, not an engine)."""
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
     from kvplan import validate
@@ -121,7 +124,13 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     options = validate.plan_options(options)
     user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
-    view = scrape(url, window_s or URL_WINDOW_S) if url else None
+    view = scrape(url, window_s or URL_WINDOW_S, progress=progress) if url else None
+    if view is not None:
+        from kvplan.diagnose.reach import unreachable
+
+        down = unreachable(view)
+        if down is not None:
+            raise KvplanError(down, "check the URL and that the server runs (SGLang needs --enable-metrics)")
     engine = _engine_of(log_samples, facts, view, user_cmd)
     srv = _server_facts(view) if view is not None else None
     notes: list[str] = []
@@ -167,4 +176,8 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
                     ctx.max_running, ctx.host_known, res.bottleneck, ctx.graph_gib)
         res.levers, skipped = price(p)
         res.notes.extend(f"lever not priced: {s}" for s in skipped)
+        from kvplan.diagnose.postprice import cap_by_step_time, no_launch_fixes
+
+        res.notes.extend(cap_by_step_time(res.levers, w, ctx.plan))
+        res.notes.extend(no_launch_fixes(res.levers, res.bottleneck))
     return res

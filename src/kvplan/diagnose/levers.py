@@ -6,6 +6,12 @@ lever, so ``tokens(lever) = plan(lever) + (observed - plan(current)) × cell(cur
 unchanged cell this is ``observed + plan(lever) - plan(current)``: SGLang 0.85 -> 0.88 adds exactly 3 % of the
 free-memory baseline P divided by the bytes per token. ``kv_tokens`` is per replica (summed over DP-attention
 groups); ``requests`` and ``expected_gen_tps`` count every replica the lever runs.
+
+Every lever is priced only where ``check`` finds it safe (``Pricing.unsafe``: no error finding and none of the
+engine's ``headroom_findings``, SGLang's gpu-headroom-low): the fraction steps stop there, DP attention is priced at
+its own largest check-safe fraction, and each says which value it was priced at. A lever that runs on more GPUs than
+the cluster given (``2 replicas`` of TP8 on 8 GPUs) says how many it needs (``gpus_needed``), and its figures are
+what those GPUs would add, not a free gain.
 """
 
 from __future__ import annotations
@@ -35,13 +41,14 @@ class Lever:
     kv_delta_pct: float | None = None  # total KV (kv_tokens × replicas) vs current
     findings: list[str] = field(default_factory=list)  # "id (severity)" of the lever plan's errors/warnings
     notes: list[str] = field(default_factory=list)
+    gpus_needed: int | None = None  # GPUs the lever runs on when that is more than the cluster has, else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "change": self.change, "kv_tokens": self.kv_tokens, "requests": self.requests,
                 "expected_gen_tps": None if self.expected_gen_tps is None else round(self.expected_gen_tps, 1),
                 "expected_gen_tps_reason": self.gen_tps_basis, "command": self.command, "replicas": self.replicas,
                 "kv_delta_pct": None if self.kv_delta_pct is None else round(self.kv_delta_pct, 1),
-                "findings": self.findings, "notes": self.notes}
+                "findings": self.findings, "notes": self.notes, "gpus_needed": self.gpus_needed}
 
 
 @dataclass
@@ -60,29 +67,66 @@ class Pricing:
     host_known: bool = False
     bottleneck: str = "unknown"
     graph_gib: float | None = None  # SGLang "Capture cuda graph end ... mem usage" per rank, from the log
+    # what-if Plans and their findings, by the changes they were made with: a lever's safety search, its pricing and
+    # its findings ask for the same Plan (Plans are frozen)
+    _plans: dict[str, Plan] = field(default_factory=dict, repr=False)
+    _found: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def replan(self, **changes: Any) -> Plan:
-        return self.engine.replan(self.cmd, self.options, **changes)
+        key = repr(sorted(changes.items()))
+        if key not in self._plans:
+            self._plans[key] = self.engine.replan(self.cmd, self.options, **changes)
+        return self._plans[key]
 
     @property
     def running_max(self) -> int | None:
         return self.window.running_max
 
+    @property
+    def inflight_max(self) -> int | None:
+        w = self.window
+        if w.running_max is None:
+            return None
+        return w.running_max + (w.queued_max or 0)
+
     def findings(self, plan: Plan, changes: dict[str, Any]) -> list[str]:
-        return _findings(self, plan, changes)
+        key = repr(sorted(changes.items()))
+        if plan is not self._plans.get(key):
+            return _findings(self, plan, changes)
+        if key not in self._found:
+            self._found[key] = _findings(self, plan, changes)
+        return list(self._found[key])
+
+    def unsafe(self, plan: Plan, changes: dict[str, Any]) -> str | None:
+        """The first finding of the lever's plan that makes it unsafe: an error, or one of the engine's
+        ``headroom_findings`` (SGLang: gpu-headroom-low, a warning); None when check finds it safe."""
+        return first_unsafe(self.engine, self.findings(plan, changes))
 
     def rank_tokens(self, plan: Plan) -> int:
         """Tokens of one pool, as the engine's log counts them (SGLang: per rank = per DP group; vLLM: the engine),
         anchored on the observed pool."""
-        cur = self.current
-        mine, base = self.engine.logged_kv_tokens(plan), self.engine.logged_kv_tokens(cur)
-        if self.observed_tokens is None:
-            return mine
-        ratio = cur.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
-        return max(0, round(mine + (self.observed_tokens - base) * ratio))
+        return anchored_tokens(self.engine, plan, self.current, self.observed_tokens)
 
     def groups(self, plan: Plan) -> int:
         return max(1, plan.per_replica.dp_groups)
+
+
+def anchored_tokens(engine: Engine, plan: Plan, current: Plan, observed_tokens: int | None) -> int:
+    """Tokens of one pool of ``plan`` as ``engine``'s log counts them, anchored on the pool the server reported for
+    ``current`` (None: the plan's own figure): ``plan + (observed - plan(current)) × cell(current) / cell(plan)``."""
+    mine = engine.logged_kv_tokens(plan)
+    if observed_tokens is None:
+        return mine
+    ratio = current.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
+    return max(0, round(mine + (observed_tokens - engine.logged_kv_tokens(current)) * ratio))
+
+
+def first_unsafe(engine: Engine, findings: list[str]) -> str | None:
+    """Of ``findings`` ("id (severity)"), the first error or engine headroom finding."""
+    for f in findings:
+        if f.endswith("(error)") or f.split(" ", 1)[0] in engine.headroom_findings:
+            return f
+    return None
 
 
 def _findings(p: Pricing, plan: Plan, changes: dict[str, Any]) -> list[str]:
@@ -154,9 +198,22 @@ def _lever(p: Pricing, spec: LeverSpec, plan: Plan | None = None) -> Lever:
         cmd = p.engine.rewrite(p.cmd, spec.flags) if spec.flags else p.cmd.text()
     lev = Lever(spec.name, change, kv, req, tps, basis, cmd, spec.replicas, notes=list(spec.notes))
     lev.kv_delta_pct = (kv * spec.replicas / cur_total - 1) * 100 if cur_total else None
+    need, have = _gpus(plan, spec.replicas)
+    if need > have:
+        lev.gpus_needed = need
+        c = plan.cluster
+        lev.notes.insert(0, f"needs {need} GPUs ({spec.replicas} × {need // spec.replicas}); the cluster has {have} "
+                         f"({c.gpus_per_node} per node × {c.nodes} node(s); without --gpus-per-node, the launch's "
+                         f"own): the figures are what {need - have} more GPU(s) would add, not a free gain")
     if spec.changes or spec.name == "current":
         lev.findings = _findings(p, plan, spec.changes or {})
     return lev
+
+
+def _gpus(plan: Plan, replicas: int) -> tuple[int, int]:
+    """(GPUs the lever's launch runs on, GPUs of the cluster given)."""
+    per_copy = plan.per_replica.ranks * max(1, plan.per_replica.replicas)
+    return per_copy * replicas, plan.cluster.gpus_per_node * plan.cluster.nodes
 
 
 def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int | None:

@@ -86,6 +86,7 @@ class ServerView:
 
 
 Getter = Callable[..., http.Response]  # http.get's signature
+Progress = Callable[[float, float], None]  # (seconds sampled, window seconds)
 
 
 def _why(e: BaseException) -> str:
@@ -206,8 +207,10 @@ def _scrape_once(base: str, view: ServerView, get: Getter, wanted: tuple[frozens
 
 
 def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, get: Getter = http.get,
-           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> ServerView:
-    """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES).
+           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+           progress: Progress | None = None) -> ServerView:
+    """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES);
+    ``progress(elapsed_s, window_s)`` after each scrape (a progress bar; its errors are ignored).
 
     Time bound, whatever the server does: the info endpoints share one TIMEOUT_S; the scrapes end by
     window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S."""
@@ -263,6 +266,11 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, ge
             view.samples.append(_sample(view, prev, cur))
         view.last_totals.update({k: a.total for k, a in page.aggs.items()})
         prev = cur
+        if progress is not None:
+            try:
+                progress(min(window_s, clock() - t0), window_s)
+            except Exception:  # noqa: BLE001 - a display must not stop the sampling
+                progress = None
     if view.engine is None and view.models:  # only OpenAI endpoints answered
         view.engine = next((eng.name for eng in engines if eng.bare_openai_server), None)
     return view

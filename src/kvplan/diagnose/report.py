@@ -27,8 +27,9 @@ def render(res: DiagnoseResult, console: Any = None) -> None:
     for e in d["evidence"]:
         con.print(f"  · {e}", highlight=False)
     con.print(f"  [green]fix:[/] {d['fix']}")
+    lean = "leans to" if d["bottleneck"] == "unknown" else "also"  # a thin window: what it leans to, not a verdict
     for s in d["secondary"]:
-        con.print(f"[dim]also {s['id']}: {s['cause']}[/]")
+        con.print(f"[dim]{lean} {s['id']}: {s['cause']}[/]")
     avg = o.get("avg_tokens")
     t = Table(title="Levers (KV tokens per replica; requests, tok/s: all replicas)",
               title_justify="left")

@@ -27,6 +27,7 @@ from kvplan.units import fmt_count_band, fmt_gib
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
     from kvplan.engines.results import Comparison, MetricNames, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
@@ -68,6 +69,12 @@ class Engine(ABC):
     cli: ClassVar[str | None] = None  # `<cli> serve ...`
     launch_hint: ClassVar[str] = ""  # how its launch command looks, for "not a known engine launch command"
     findings_package: ClassVar[str | None] = None  # e.g. "kvplan.engines.sglang.findings" (its RULES: position, name)
+    # the module modelling this engine's scheduler for ``kvplan simulate`` / ``tune`` (kvplan.simulate.policy.Policy:
+    # knobs, make_instance, levers); named, not imported, so that engines never import the simulator; None: none
+    scheduler_policy: ClassVar[str | None] = None
+    # warnings that mean "this much memory leaves the GPU too little room to run" (besides every error): a lever is
+    # priced only up to the value where one of them (or an error) appears (kvplan.engines.levers)
+    headroom_findings: ClassVar[tuple[str, ...]] = ()
 
     # ---- a launch ----
     def matches(self, cmd: LaunchCommand) -> bool:
@@ -134,6 +141,11 @@ class Engine(ABC):
         """PlanOptions fields from what the log measured that no planner can know in advance; what the log lacks
         is appended to ``missing`` with the estimate used instead."""
         return {}
+
+    def log_gpu(self, facts: LogFacts) -> LogGpu | None:
+        """The GPU the log ran on, from the memory figures it printed (engines/loggpu.py), for explain without
+        --gpu; None when the log bounds no device total."""
+        return None
 
     def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
                       command: Sequence[str] | None) -> list[str]:

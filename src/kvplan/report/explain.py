@@ -31,6 +31,10 @@ def render_explain(res: ExplainResult, console: Any = None) -> None:
     t = Table(title="Log vs plan", title_justify="left")
     for col in ("figure", "scope", "log says", "kvplan", "error", ""):
         t.add_column(col, justify="right" if col in ("log says", "kvplan", "error") else "left")
+    if res.check is None:  # nothing planned: still show what the log says
+        for k, v in res.observed().items():
+            if v is not None and not isinstance(v, (list, dict)):
+                t.add_row(k, "log", _fmt(v), "—", "—", "")
     for c in res.comparisons:
         err = "—" if c.error_pct is None else f"{c.error_pct:+.2f} %"
         mark = "" if c.ok is None else ("[green]within rounding[/]" if c.ok else "[red]differs[/]")

@@ -53,11 +53,16 @@ def one_request_free(w: Window) -> tuple[float, float] | None:
 
 
 def classify(ctx: RuleContext) -> list[Verdict]:
-    """Every matching verdict, the bottleneck first."""
+    """Every matching verdict, the bottleneck first; ``unknown`` alone when the window is too thin (too_few)."""
+    from kvplan.diagnose.rules import too_few
+
     out: list[Verdict] = []
     for name in ORDER:
         mod = importlib.import_module(f"kvplan.diagnose.rules.{name}")
         v = mod.check(ctx)
         if v is not None and (name != "unknown" or not out):
             out.append(v)
+    thin = too_few.check(ctx)
+    if thin is not None:  # what the thin window leans to stays as secondary, never the bottleneck
+        return [thin, *(v for v in out if v.id != "unknown")]
     return out

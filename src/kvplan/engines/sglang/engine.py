@@ -8,6 +8,7 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
+from kvplan.engines.loggpu import LogGpu
 from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
@@ -47,6 +48,8 @@ class SGLangEngine(Engine):
     cli = "sglang"
     launch_hint = "`python -m sglang.launch_server ...`, `sglang serve ...`"
     findings_package = "kvplan.engines.sglang.findings"
+    scheduler_policy = "kvplan.simulate.policy.sglang_api"  # its scheduler for kvplan simulate / tune
+    headroom_findings = ("gpu-headroom-low",)  # levers stop where it starts (findings/gpu_headroom_low.py)
     newest_version = NEWEST
     model_flag = "--model-path"
     launch_markers = launch.LAUNCH_MARKERS
@@ -121,11 +124,18 @@ class SGLangEngine(Engine):
 
         return from_log.observed_inputs(facts, missing)
 
+    def log_gpu(self, facts: LogFacts) -> LogGpu | None:
+        from kvplan.engines.sglang import gpu_from_log
+
+        return gpu_from_log.log_gpu(facts)
+
     def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
                       command: Sequence[str] | None) -> list[str]:
+        from kvplan.engines.loggaps import parallel_gap
         from kvplan.engines.sglang import from_log
 
-        return from_log.notes(facts, version, version_known, command)
+        gap = parallel_gap(facts, ("tp_size", "pp_size", "dp_size"), "--tp / --tp-size / --pp / --dp", command)
+        return from_log.notes(facts, version, version_known, command) + ([gap] if gap else [])
 
     def predicted_extra(self, plan: Plan) -> dict[str, Any]:
         pool = plan.per_rank.static

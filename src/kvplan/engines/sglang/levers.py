@@ -1,6 +1,7 @@
 """SGLang's levers, as LeverSpecs (flags for the command, SGLangArgs changes for the plan): the static fraction
-raised by 0.03 per step while no error finding (gpu-headroom-low, kv-pool-empty) appears; fp8 KV; DP attention for
-MLA models under plain TP; fewer CUDA-graph batch sizes; a second replica; HiCache (prefix reuse only).
+raised by 0.03 per step while check finds it safe (no error finding, no gpu-headroom-low); fp8 KV; DP attention for
+MLA models under plain TP at its own largest check-safe fraction; fewer CUDA-graph batch sizes; a second replica;
+HiCache (prefix reuse only).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from kvplan.engines.levers import LeverInputs, LeverSpec, steps
+from kvplan.engines.levers import FINE_STEP, LeverInputs, LeverSpec, largest_safe, steps
 from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.units import GiB
 
@@ -30,11 +31,7 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
     tp, dp = s.tp_size, s.dp_size
     if cur.model.is_mla and tp > 1 and not s.enable_dp_attention:
-        yield LeverSpec("DP attention", {"--enable-dp-attention": "", "--dp-size": str(tp)},
-                        {"enable_dp_attention": True, "dp_size": tp},
-                        [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank "
-                         f"holds its own requests ({tp} pools), attention weights are replicated per rank",
-                         "the per-request decode speed changes with DP attention (not modelled)"])
+        yield from _dp_attention(p, skipped)
     yield from _graphs(p, skipped)
     two: dict[str, str | None] = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
     yield LeverSpec("2 replicas", two, None,
@@ -43,6 +40,42 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
                         " (a second launch behind a router)")], replicas=2)
     if not s.hicache.enabled:
         yield _hicache(p)
+
+
+def _dp_attention(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
+    """DP attention (``--enable-dp-attention --dp-size tp``) at its own largest check-safe static fraction.
+
+    Each rank then holds the whole attention block (the weights model: attention replicated over the attention-DP
+    ranks) but its own requests' KV (``tp`` pools instead of one pool replicated on every rank). SGLang divides an
+    explicit ``--max-running-requests`` by the attention-DP size and sizes each worker's req_to_token table by that
+    share (req_pool.py; ``ModelRunner.init_memory_pool``): the lever caps the running requests at 1.25 × the most
+    requests the server had in flight (running + waiting), rounded up to a multiple of ``tp``, when that is below the
+    current cap. The fraction is then the largest one (0.01 steps) with no error and no gpu-headroom-low."""
+    cur = p.current
+    s = sglang_settings(cur)
+    tp, mfs = s.tp_size, s.mem_fraction_static
+    changes: dict = {"enable_dp_attention": True, "dp_size": tp}
+    flags: dict = {"--enable-dp-attention": "", "--dp-size": str(tp)}
+    notes = [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank holds its own "
+             f"requests ({tp} pools), attention weights are replicated per rank",
+             "the per-request decode speed changes with DP attention (not modelled)"]
+    demand = p.inflight_max
+    if demand:
+        cap = math.ceil(demand * 1.25 / tp) * tp
+        if cap < cur.per_replica.max_running_requests:
+            changes["max_running_requests"], flags["--max-running-requests"] = cap, str(cap)
+            notes.append(f"--max-running-requests {cap} (1.25 × {demand} in flight at most): {cap // tp} request "
+                         f"slots per DP worker, which sizes its req_to_token table")
+    x, above = largest_safe(p, "mem_fraction_static", mfs, changes)
+    if x is None:
+        skipped.append(f"DP attention: no check-safe --mem-fraction-static from {mfs:.2f} to 0.98 ({above})")
+        return
+    if x != mfs:
+        changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:.2f}"
+    nxt = f"{x + FINE_STEP:.2f} gives {above}" if above else "the top of the range"
+    notes.insert(0, f"priced at --mem-fraction-static {x:.2f}, the largest check-safe fraction with DP attention "
+                 f"({nxt})")
+    yield LeverSpec("DP attention", flags, changes, notes)
 
 
 def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:

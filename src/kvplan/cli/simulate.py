@@ -1,0 +1,81 @@
+"""``kvplan simulate [options] -- <launch command>``: what a launch does to a workload (tok/s, latencies, queueing),
+from the engine's own scheduler. ``add_parser(subparsers)`` registers it, ``run(args, command, parser)`` runs it.
+
+    kvplan simulate --gpu h100 --requests 100000 --prompt-len 1000 --output-len 4000 --concurrency 150 -- <launch>
+    kvplan simulate --workload requests.jsonl --calibrate server.log -- <launch>
+
+Exit codes: 0, 2 on bad input (KvplanError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from kvplan.cli.exitcodes import HelpFormatter, exit_codes
+
+EPILOG = """workload files:
+  JSONL of requests, one object per line: {"prompt_len": 1000, "output_len": 4000} plus optional
+  "max_tokens", "arrival" (seconds: replayed as a trace), "prefix_id" and "prefix_len" (a shared prefix);
+  or the result file of `python -m sglang.bench_serving --output-file` / vLLM `benchmark_serving --save-result`
+  (per-request lengths with --output-details / --save-detailed; its rate and max concurrency are replayed).
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from kvplan.cli.options import add_plan_options, add_workload_options, json_option
+
+    p = sub.add_parser(
+        "simulate", help="what a launch does to a workload: tok/s, latencies, queueing: kvplan simulate ... -- <cmd>",
+        description="Simulate the engine's scheduler (SGLang or vLLM V1) on a workload, with the KV pool, page size,\n"
+        "chunked prefill, running cap, prefix cache and HiCache host tier of the launch as kvplan check plans it.\n"
+        "Step times come from a roofline of the GPU (or --calibrate LOG). Put the launch command after --.\n"
+        "Exit codes: 0 a simulation, 2 bad usage or unreadable input.",
+        epilog=exit_codes((0, "simulated (the report printed)"),
+                          (2, "bad usage, an unreadable workload file, or a launch kvplan cannot plan"))
+        + "\n\n" + EPILOG, formatter_class=HelpFormatter)
+    g = add_plan_options(p, "hardware and inputs (as kvplan check)", skip=("avg_tokens",))
+    json_option(g)
+    add_workload_options(p)
+    p.add_argument("--series", action="store_true", help="print running/queued over time")
+    return p
+
+
+def launch_options(args: argparse.Namespace, command: Sequence[str] | None) -> dict[str, Any]:
+    """check's options as given; KvplanError without a launch command."""
+    from kvplan.cli.options import plan_options
+    from kvplan.errors import KvplanError
+
+    if not command:
+        raise KvplanError(f"kvplan {args.cmd} needs the launch command after --",
+                          f"e.g. kvplan {args.cmd} --gpu h100 --requests 1000 --prompt-len 1000 --output-len 500 "
+                          "--concurrency 32 -- <the engine's launch command>")
+    return {k: v for k, v in plan_options(args).items() if v is not None and k != "avg_tokens"}
+
+
+def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.ArgumentParser | None = None) -> int:
+    from dataclasses import replace
+
+    from kvplan.cli.options import workload_values
+    from kvplan.simulate.run import run_simulation
+    from kvplan.simulate.session import prepare
+    from kvplan.simulate.workload.options import workload_from
+
+    opts = launch_options(a, command)
+    w = workload_from(workload_values(a))
+    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
+    note = ses.workload_check(res)
+    if note:
+        res = replace(res, notes=(*res.notes, note))
+    if a.json:
+        d = res.to_dict()
+        d["calibration"] = ses.fit.to_dict() if ses.fit else None
+        print(json.dumps(d, indent=2))
+    else:
+        from kvplan.simulate.report import render_simulation
+
+        render_simulation(res, ses.fit, series=a.series)
+    return 0

