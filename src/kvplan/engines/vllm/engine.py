@@ -13,6 +13,7 @@ from kvplan.engines.cmdline import Flag, LaunchCommand
 from kvplan.engines.levers import LeverInputs, LeverSpec
 from kvplan.engines.loggpu import LogGpu
 from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+from kvplan.engines.versions import Version
 from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
@@ -23,6 +24,7 @@ from kvplan.engines.vllm.profile import batch_defaults, engine_kind
 from kvplan.engines.vllm.profiled import ProfileInputs
 from kvplan.engines.vllm.rules import NEWEST
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings, vllm_settings
+from kvplan.engines.vllm.v1_oracle import V0_ONLY_SETTINGS, v0_fallback
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
 from kvplan.options import PlanOptions
@@ -308,7 +310,12 @@ class VLLMEngine(Engine):
         w_bytes = max(0, wp.bytes - offload)
         notes.extend(wp.notes)
         gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
-        kind = engine_kind(version, args.env)
+        fallback = v0_fallback(version, platform=platform, cc=cc, kv_cache_dtype=args.kv_cache_dtype, dtype=mdt.name,
+                               settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS})
+        kind = engine_kind(version, args.env, fallback)
+        if kind == "v0" and fallback and Version(version) >= Version("0.8.0"):
+            notes.append(f"V0 engine: '{fallback} is not supported by the V1 Engine. Falling back to V0.' "
+                         "(engine/arg_utils.py::_is_v1_supported_oracle)")
         batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
                                gpu_bytes=cluster.gpu_mem_bytes, gpu_name=cluster.gpu_name, max_model_len=max_len,
                                is_mla=model.is_mla, is_multimodal=model.is_multimodal,

@@ -34,12 +34,17 @@ from kvplan.models.spec import ModelSpec
 from kvplan.units import GiB
 
 
-def engine_kind(version: str, env: dict[str, str]) -> str:
-    """"v0" | "v1": the engine a plain launch uses (envs.py VLLM_USE_V1 default "1" from 0.8.0; V0 gone in 0.11)."""
+def engine_kind(version: str, env: dict[str, str], fallback: str | None = None) -> str:
+    """"v0" | "v1": the engine a launch uses (envs.py VLLM_USE_V1 default "1" from 0.8.0; V0 gone in 0.11).
+
+    ``fallback``: the feature for which 0.8-0.10's V1 oracle falls back to V0 (``v1_oracle.v0_fallback``); an
+    explicit VLLM_USE_V1=1 makes that an error in vLLM, not a fallback, so V1 is kept."""
     v = Version(version)
     if v < Version("0.8.0"):
         return "v1" if env.get("VLLM_USE_V1") == "1" else "v0"
     if v < Version("0.11.0") and env.get("VLLM_USE_V1") == "0":
+        return "v0"
+    if v < Version("0.11.0") and fallback and env.get("VLLM_USE_V1") != "1":
         return "v0"
     return "v1"
 

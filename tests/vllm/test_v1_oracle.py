@@ -1,0 +1,74 @@
+"""vLLM 0.8-0.10 falls back to V0 where ``EngineArgs._is_v1_supported_oracle`` says so (engine/arg_utils.py, read in
+the released wheels); the expected values are the conditions as that code writes them, and one real log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvplan import check
+from kvplan.engines.vllm.profile import engine_kind
+from kvplan.engines.vllm.v1_oracle import v0_fallback
+
+CONFIG = Path(__file__).parents[1] / "data/preflight/configs/meta-llama__Llama-3.2-3B/config.json"
+
+
+def fb(version: str, **kw) -> str | None:
+    base = {"platform": "cuda", "cc": 8.0, "kv_cache_dtype": "auto", "dtype": "bfloat16"}
+    base.update(kw)
+    return v0_fallback(version, **base)
+
+
+@pytest.mark.parametrize(("version", "cc", "expected"), [
+    ("0.8.2", 7.5, "Compute Capability < 8.0"),  # T4
+    ("0.10.1", 7.0, "Compute Capability < 8.0"),  # V100: still in 0.10.1's oracle
+    ("0.10.2", 7.5, None),  # the check is gone in 0.10.2
+    ("0.8.2", 8.9, None),  # L4
+    ("0.7.3", 7.5, None),  # before 0.8 V0 is the default anyway: no fallback to speak of
+])
+def test_compute_capability(version, cc, expected):
+    assert fb(version, cc=cc) == expected
+
+
+@pytest.mark.parametrize(("version", "platform", "cc", "kv", "expected"), [
+    ("0.8.0", "cuda", 9.0, "fp8", "--kv-cache-dtype"),  # 0.8.0-0.8.1: "No Fp8 KV cache so far"
+    ("0.8.2", "cuda", 9.0, "fp8", None),  # FA3 on Hopper supports fp8
+    ("0.8.5", "cuda", 8.0, "fp8", "--kv-cache-dtype"),  # A100: FlashAttention 2, no fp8
+    ("0.9.2", "cuda", 10.0, "fp8_e4m3", "--kv-cache-dtype"),  # Blackwell: FA2 in 0.9
+    ("0.8.5", "rocm", None, "fp8", None),  # ROCm supported from 0.8.5
+    ("0.8.2", "rocm", None, "fp8", "--kv-cache-dtype"),
+    ("0.10.0", "cuda", 8.0, "fp8", None),  # 0.10 asks the platform, which supports fp8 on CUDA
+])
+def test_kv_cache_dtype(version, platform, cc, kv, expected):
+    assert fb(version, platform=platform, cc=cc, kv_cache_dtype=kv) == expected
+
+
+def test_float32_and_v0_only_flags():
+    assert fb("0.8.5", dtype="float32") == "--dtype float32"
+    assert fb("0.9.2", dtype="float32") is None
+    assert fb("0.9.2", settings={"preemption_mode": "swap"}) == "--preemption-mode"
+    assert fb("0.10.1", settings={"num_scheduler_steps": 8}) is None  # removed from the oracle in 0.10.1
+    assert fb("0.10.0", settings={"num_scheduler_steps": 8}) == "--num-scheduler-steps"
+    assert fb("0.9.2", settings={"num_scheduler_steps": 1}) is None  # the default keeps V1
+    assert fb("0.8.5", settings={"scheduling_policy": "priority"}) == "--scheduling-policy"
+
+
+def test_engine_kind_respects_explicit_v1():
+    assert engine_kind("0.8.2", {}, "Compute Capability < 8.0") == "v0"
+    assert engine_kind("0.8.2", {"VLLM_USE_V1": "1"}, "Compute Capability < 8.0") == "v1"  # vLLM raises instead
+    assert engine_kind("0.11.0", {}, "anything") == "v1"  # V0 is gone
+
+
+def test_t4_launch_plans_the_v0_engine():
+    """The HF cookbook's Colab T4 log (tests/data/preflight, vllm-hfcookbook-llama32-3b-t4-v082) prints 'Compute
+    Capability < 8.0 is not supported by the V1 Engine. Falling back to V0.' and V0's '# GPU blocks: 3637'."""
+    cmd = ("vllm serve unsloth/Llama-3.2-3B-Instruct --dtype float16 --max-model-len 2048 --enable-prefix-caching "
+           "--gpu-memory-utilization 0.8938626454842437 --max-num-batched-tokens 2048 --max-num-seqs 192")
+    plan = check(cmd, gpu="Tesla T4", engine_version="0.8.2", host_mem_gib=64.0,
+                 model_config=str(CONFIG)).to_dict()
+    assert plan["settings"]["engine_kind"] == "v0"
+    assert any("Falling back to V0" in a for a in plan["assumptions"])
+    lo, hi = plan["per_rank"]["kv_tokens_range"]
+    blocks = plan["per_rank"]["kv_blocks"]
+    assert lo <= 3637 * 16 <= hi and abs(blocks - 3637) / 3637 < 0.05
