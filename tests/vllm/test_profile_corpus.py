@@ -135,7 +135,9 @@ def test_vllm_10517_rtx3090_v064_20000_and_29000():
     assert lo / GiB <= kv <= hi / GiB
     assert abs(p.per_rank.kv_blocks - blocks) / blocks < 0.06  # kvplan's own weights (14.96 vs 14.99 GiB logged)
     exact_w = check(cmd, gpu="rtx-3090", engine_version="0.6.4", host_mem_gib=64, weights_gib=weights).plan
-    assert abs(exact_w.per_rank.kv_blocks - blocks) <= 2
+    # the log's torch total is printed to 0.01 GiB (23.58): +-5 MiB x 0.9 is +-2 blocks, and as much again from the
+    # other printed terms; the plan takes the RTX 3090's catalogued 24,146 MiB
+    assert abs(exact_w.per_rank.kv_blocks - blocks) <= 6
     at29k = check(cmd[:-1] + ["29000"], gpu="rtx-3090", engine_version="0.6.4", host_mem_gib=64,
                   weights_gib=weights).plan
     assert abs(at29k.per_rank.kv_blocks - 1478) <= 5  # https://github.com/vllm-project/vllm/issues/10517
@@ -212,7 +214,11 @@ def test_vllm_13061_two_4090_tp2_driver_sets_the_blocks(tmp_path):
     cmd = ["vllm", "serve", _model_dir(tmp_path, R1_DISTILL_QWEN_14B), "--tensor-parallel-size", "2",
            "--gpu-memory-utilization", "0.98"]
     p = check(cmd, gpu="rtx-4090", engine_version="0.7.2", host_mem_gib=64, weights_gib=weights).plan
-    assert abs(p.per_rank.kv_blocks * 16 - tokens) / tokens < 0.01
+    # this card's torch total, from the worker's figures: (13.9476 + 0.25 + 0.19 + 8.69) / 0.98 = 23.55 GiB, inside
+    # the catalog's RTX 4090 spread (23.52-23.68 GiB over drivers) below its typical 23.65: ~1 % more KV planned
+    assert abs(p.per_rank.kv_blocks * 16 - tokens) / tokens < 0.015
+    lo, hi = p.per_rank.kv_tokens_low, p.per_rank.kv_tokens_high
+    assert lo <= tokens <= hi
     model = spec_from_config(R1_DISTILL_QWEN_14B)
     batch = Batch(p.settings.max_num_batched_tokens, 256, 256, True, "test")
     worker = activation_peak(model, batch, 2, "v0", "0.7.2", 2, driver=False)

@@ -40,10 +40,21 @@ class GPU:
     platform: str = "cuda"  # "cuda" | "rocm"
     aliases: tuple[str, ...] = ()
     perf: GpuPerf | None = None
+    torch_total_mib: int | None = None  # what torch.cuda.mem_get_info() reports as total (None: not catalogued)
+    torch_total_range_mib: tuple[int, int] | None = None  # its spread over drivers seen in public logs
+    torch_total_source: str | None = None
 
     @property
     def total_bytes(self) -> int:
         return self.total_mib * (1 << 20)
+
+    @property
+    def driver_reserve_range_mib(self) -> tuple[int, int, int] | None:
+        """memory.total − torch's total, (typical, low, high) MiB: the part of the device CUDA never offers."""
+        if not self.torch_total_mib or not self.total_mib:
+            return None
+        lo_t, hi_t = self.torch_total_range_mib or (self.torch_total_mib, self.torch_total_mib)
+        return (self.total_mib - self.torch_total_mib, max(0, self.total_mib - hi_t), max(0, self.total_mib - lo_t))
 
     def to_dict(self) -> dict:
         p = self.perf
@@ -85,7 +96,9 @@ def _gpu(g: dict) -> GPU:
     vendor = g.get("vendor", "nvidia")
     return GPU(name=g["name"], total_mib=int(g.get("total_mib") or 0), vendor=vendor, source=g.get("source"),
                platform=g.get("platform", "rocm" if vendor == "amd" else "cuda"),
-               aliases=tuple(g.get("aliases", [])), perf=perf)
+               aliases=tuple(g.get("aliases", [])), perf=perf, torch_total_mib=g.get("torch_total_mib"),
+               torch_total_range_mib=tuple(g["torch_total_range_mib"]) if g.get("torch_total_range_mib") else None,
+               torch_total_source=g.get("torch_total_source"))
 
 
 def known_gpus() -> list[str]:
@@ -106,6 +119,12 @@ def lookup_gpu(name: str) -> GPU:
             hint = "its memory.total is not catalogued (see the note in `kvplan gpus --json`); pass --gpu-mem-mib"
         raise KvplanError(f"unknown GPU {name!r}", hint)
     return _gpu(g)
+
+
+def find_gpu(name: str | None) -> GPU | None:
+    """The catalog entry for ``name`` (nvidia-smi name or alias), or None."""
+    g = _index().get(_norm(name)) if name else None
+    return _gpu(g) if g is not None else None
 
 
 def gpu_perf(name_or_alias: str) -> GpuPerf:

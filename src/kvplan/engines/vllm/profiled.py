@@ -100,13 +100,14 @@ def _rss(spreads: list[int]) -> int:
 
 def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: float, cudagraph_default: bool,
                     weights_bytes: int, p: ProfileInputs) -> Budget:
-    r = cal.TORCH_TOTAL_RESERVE.bytes()
+    reserve = cal.torch_reserve(cluster.gpu_name, p.platform)
+    r = reserve.bytes()
     total = cluster.gpu_mem_bytes
     requested = math.ceil((total - r[0]) * gmu)
     req_lo, req_hi = math.ceil((total - r[2]) * gmu), math.ceil((total - r[1]) * gmu)
     terms = [BudgetTerm("torch-total-reserve", int(r[0] * gmu),
                         int(r[1] * gmu), int(r[2] * gmu),
-                        f"x {gmu:g}: {cal.TORCH_TOTAL_RESERVE.what} ({cal.TORCH_TOTAL_RESERVE.source})")]
+                        f"x {gmu:g}: {reserve.what} ({reserve.source})")]
     w_lo = weights_bytes if p.weights_low_bytes is None else p.weights_low_bytes
     w_hi = weights_bytes if p.weights_high_bytes is None else p.weights_high_bytes
     terms.append(BudgetTerm("weights", weights_bytes, w_lo, w_hi, "weights per rank (input)"))

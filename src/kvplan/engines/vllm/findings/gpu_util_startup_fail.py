@@ -20,7 +20,7 @@ def check(ctx: FindingContext) -> list[Finding]:
     req = s.requested_bytes_per_rank
     if not req or s.platform != "cuda":
         return []
-    total, free = rule_total_and_free_bytes(p.cluster.gpu_mem_mib * 2**20)
+    total, free = rule_total_and_free_bytes(p.cluster.gpu_mem_mib * 2**20, p.cluster.gpu)
     if req <= free:
         return []
     gmu = math.floor(free / total * 100) / 100
