@@ -40,6 +40,11 @@ CLASS_EXAMPLE = {"nvswitch": "NVIDIA H100 80GB HBM3", "pcie-p2p": "NVIDIA RTX PR
                  "geforce": "NVIDIA GeForce RTX 4090", "rocm": "AMD Instinct MI300X"}
 ROUNDING_GIB = 0.05  # two-decimal log figures, a few of them summed
 FEW = 3  # classes with fewer logs than this get a wider band
+# Classes whose communicator memory grows with the ranks on the node: PCIe cards with P2P keep NCCL's P2P transport
+# buffers in GPU memory for each peer connection, and the logs grow with the peers (per-peer 0.08-0.2 GiB: A100 PCIe
+# TP2 ~0.16, RTX 6000 Ada TP4 0.19, RTX PRO 6000 TP4 0.39, TP8 ~0.6 implied by the incident); NVSwitch's NVLS
+# multicast buffers and GeForce's host-memory SHM transport do not (their logs show no growth).
+PER_PEER = frozenset({"pcie-p2p"})
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def _fit(points: tuple[BaselinePoint, ...]) -> _Fit:
     for p in points:
         if p.tp_local > 1:
             c = p.comm_gib if p.comm_gib is not None else p.overhead_gib - mean(ctx[p.platform])
-            comm.setdefault(p.link, []).append(c)
+            comm.setdefault(p.link, []).append(c / (p.tp_local - 1) if p.link in PER_PEER else c)
     return _Fit({k: tuple(v) for k, v in ctx.items()}, {k: tuple(v) for k, v in comm.items()})
 
 
@@ -94,7 +99,12 @@ def _estimate(fit: _Fit, gpu_name: str | None, ranks_per_node: int) -> Estimate:
     else:
         vals = fit.comm.get(link, ())
         fam = tuple(v for lk, vs in fit.comm.items() if FAMILY.get(lk) == FAMILY.get(link) for v in vs)
-        if vals:  # the class's own logs (a single log: its value, the band widened in _range)
+        if vals and link in PER_PEER:  # per peer: the class's logs as GiB per other rank on the node
+            peers = ranks_per_node - 1
+            k, k_lo, k_hi = (x * peers for x in _range(vals, 0.3 / peers))
+            why += (f" + {link} communicators {k:.2f} GiB ({k / peers:.2f} per peer x {peers}, mean of "
+                    f"{len(vals)} {link} logs)")
+        elif vals:  # the class's own logs (a single log: its value, the band widened in _range)
             k, k_lo, k_hi = _range(vals, 0.3)
             why += f" + {link} communicators {k:.2f} GiB (mean of {len(vals)} {link} log{'s' * (len(vals) > 1)})"
         elif len(fam) >= 2:  # no log of this class: its family (PCIe with and without P2P)
