@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-REMOTE_HOST_GIB = 1024.0  # a log's host is not this machine; only host KV pools need it
 EXIT_CODES = (
     (0, "the launch was planned and compared with the log (findings and differences are reported, not a failure)"),
     (2, "nothing could be planned (one line names the figure the log lacks and the option that supplies it), or the "
@@ -35,7 +34,8 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     from kvplan.report.html import cli as html_cli
 
     opts = {k: v for k, v in plan_options(a).items() if v is not None}
-    opts.setdefault("host_mem_gib", REMOTE_HOST_GIB)
+    # a log's host is not this machine: its memory stays unknown unless --host-mem-gib gives it (host-tier findings
+    # then say what they could not check, as `check` does for other hardware)
     res = explain(a.log, command or None, **opts)
     html_cli.emit("explain", a, res.to_dict())
     if a.json:
