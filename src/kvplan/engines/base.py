@@ -75,6 +75,9 @@ class Engine(ABC):
     # warnings that mean "this much memory leaves the GPU too little room to run" (besides every error): a lever is
     # priced only up to the value where one of them (or an error) appears (kvplan.engines.levers)
     headroom_findings: ClassVar[tuple[str, ...]] = ()
+    # errors that only say the launch needs more GPUs per node than the cluster has: kvplan tune reports such a
+    # candidate with the GPUs it needs instead of refusing it
+    placement_findings: ClassVar[tuple[str, ...]] = ()
 
     # ---- a launch ----
     def matches(self, cmd: LaunchCommand) -> bool:

@@ -78,13 +78,17 @@ class TuneResult:
                 "refused": [c.to_dict() for c in self.refused], "notes": list(self.notes)}
 
 
-def _errors(check_result: Any) -> tuple[list[str], list[str]]:
-    """(what makes the candidate not check-safe: errors and the engine's headroom findings; the other warnings)."""
+def _errors(check_result: Any, more_gpus: bool = False) -> tuple[list[str], list[str]]:
+    """(what makes the candidate not check-safe: errors and the engine's headroom findings; the other warnings).
+    ``more_gpus``: the candidate is reported with the GPUs it needs, so the engine's placement errors (more ranks
+    than a node of the given cluster has) are that statement, not a refusal."""
     from kvplan.engines import get_engine
 
-    headroom = get_engine(check_result.plan.engine).headroom_findings
+    eng = get_engine(check_result.plan.engine)
+    headroom = eng.headroom_findings
+    placement = eng.placement_findings if more_gpus else ()
     errs = [f"{f.id}: {f.message}" for f in check_result.findings
-            if f.severity == "error" or (f.severity == "warning" and f.id in headroom)]
+            if (f.severity == "error" and f.id not in placement) or (f.severity == "warning" and f.id in headroom)]
     warns = [f.id for f in check_result.findings if f.severity == "warning" and f.id not in headroom]
     return errs, warns
 
@@ -126,8 +130,8 @@ def tune(base: LaunchInputs, simulate: Callable[[LaunchInputs], SimResult],
             inputs, chk = rewrite(base, lv.flags)
         except Exception as e:  # noqa: BLE001 - a lever the engine model cannot plan is reported, not fatal
             return Candidate(lv.name, lv.flags, None, lv.note, refused=f"cannot plan: {e}")
-        errs, warns = _errors(chk)
         gpus = _gpus_needed(chk.plan, base.plan)
+        errs, warns = _errors(chk, more_gpus=gpus is not None)
         if errs:
             return Candidate(lv.name, lv.flags, inputs.command, lv.note, refused=errs[0], warnings=tuple(warns),
                              kv_tokens=inputs.kv_tokens, gpus_needed=gpus)

@@ -50,6 +50,7 @@ class SGLangEngine(Engine):
     findings_package = "kvplan.engines.sglang.findings"
     scheduler_policy = "kvplan.simulate.policy.sglang_api"  # its scheduler for kvplan simulate / tune
     headroom_findings = ("gpu-headroom-low",)  # levers stop where it starts (findings/gpu_headroom_low.py)
+    placement_findings = ("ranks-exceed-node",)  # findings/ranks_exceed_node.py
     newest_version = NEWEST
     model_flag = "--model-path"
     launch_markers = launch.LAUNCH_MARKERS
@@ -242,7 +243,7 @@ class SGLangEngine(Engine):
                 host_must_exceed_device=rules.host_must_exceed_device),
             host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
-            model_path=args.model_path, world_size=args.world_size,
+            model_path=args.model_path, world_size=args.world_size, nnodes=args.nnodes,
             checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),

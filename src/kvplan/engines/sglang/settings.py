@@ -49,6 +49,7 @@ class SGLangSettings:
     unmodeled: tuple[str, ...]
     model_path: str | None
     world_size: int
+    nnodes: int  # --nnodes: SGLang starts world_size // nnodes ranks on each node (scheduler processes per host)
     checkpoint_weights_bytes_per_rank: int | None  # from the checkpoint alone (what a log's figure is compared with)
 
     def to_dict(self) -> dict[str, Any]:
