@@ -32,9 +32,18 @@ def vl(model, flags: str, platform: str = "cuda", version: str = "0.11.0"):
 # (case id, model, flags, platform, version, pipeline stage of the logged rank, logged GiB, role of the log)
 SGLANG_LOGS = [
     ("sglang-pr4760-llama31-8b-fa3", "meta-llama/Llama-3.1-8B", "--tp 1", "cuda", "0.4.4", None, 15.11,
-     "calibrates load_calibration.CUDA_TP1"),
+     "docs-CI high mode of load_calibration.CUDA_TP1_LOADING"),
     ("sglang-8337 bf16", "Qwen/Qwen3-235B-A22B", "--tp 8 --pp 4", "cuda", "0.4.9", 0, 13.73,
-     "calibrates load_calibration.CUDA_TP"),
+     "half of load_calibration.CUDA_TP_MOE"),
+    # gathered 2026-12-01 (find_string index ids of public GitHub files; GPU/version as the files state them)
+    ("fs 55529353766 Qwen3-14B TP4 4x RTX 4090", "Qwen/Qwen3-14B", "--tp 4", "cuda", "0.5.10", None, 7.08,
+     "calibrates load_calibration.CUDA_TP_DENSE (fused-parameter packing only)"),
+    ("fs 49361099215 Llama-3.1-8B 24 GB card 2025-07", "meta-llama/Llama-3.1-8B", "--tp 1", "cuda", "0.4.9", None,
+     15.02, "docs-CI low mode (0.4.6.post4-0.4.9.post5): nothing beyond the packing"),
+    ("fs 65738777320 Qwen3-30B-A3B RTX PRO 6000 0.5.13", "Qwen/Qwen3-30B-A3B", "--tp 1", "cuda", "0.5.13", None,
+     56.89, "held out: MoE TP1, 0.5.8+ (no loading growth)"),
+    ("fs 70687021461 Qwen3-32B H100 v0.5.19", "Qwen/Qwen3-32B", "--tp 1", "cuda", "0.5.19", None, 61.07,
+     "held out: dense TP1, 0.5.8+"),
     ("sglang-8337 --quantization fp8", "Qwen/Qwen3-235B-A22B", "--tp 8 --pp 4 --quantization fp8", "cuda", "0.4.9",
      0, 19.99, "held out: online fp8 keeps the bf16 experts referenced (qwen3_moe.py routed_experts_weights)"),
     ("sglang-6001-r1-mi308-tp8-v046", "deepseek-ai/DeepSeek-R1", "--tp 8", "rocm", "0.4.6", None, 81.66,

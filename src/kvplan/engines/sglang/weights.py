@@ -28,9 +28,8 @@ sglang/srt/...; between two wheels read, the older behaviour applies):
   embeddings, LM head, routers and norms stay.
 
 "mem usage" is the drop of ``torch.cuda.mem_get_info`` across the load (``get_available_gpu_memory`` with
-``empty_cache``), so it also holds the caching allocator's segment rounding (PyTorch ``CUDACachingAllocator``:
-allocations over 10 MiB get their own segment rounded up to 2 MiB) and CUDA context growth while loading
-(kernel modules): ``load_calibration.LOAD_CONTEXT_GROWTH``.
+``empty_cache``), so it also holds the caching allocator's segment tails (``models.torch_allocator`` over the
+fused parameters) and what the process gains while loading (``load_calibration.load_context_growth``).
 """
 
 from __future__ import annotations
@@ -215,8 +214,8 @@ def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str,
         parts["lm_head"] = parts.get("lm_head", 0) + cdiv(cdiv(emb.shape[0], 64) * 64, lay.head_tp) * \
             emb.nbytes // emb.shape[0]
     tensors = sum(parts.values())
-    parts["allocator_segments"] = _segment_rounding(groups, fplace, ranges[stage])
-    growth = load_context_growth(platform, lay.tp)
+    parts["allocator_segments"] = _segment_rounding(groups, fplace, ranges[stage]) if platform != "cpu" else 0
+    growth = load_context_growth(platform, lay.tp, version, moe=model.moe is not None)
     parts["load_context"] = int(growth.value_gib * 2**30)
     total = sum(parts.values())
     src = f"{t.source}; SGLang {version} {platform} sharding"
@@ -251,9 +250,12 @@ def _tied(groups) -> bool:
 
 
 def _segment_rounding(groups, place, layers: range) -> int:
-    """CUDACachingAllocator: a request over 10 MiB (kLargeBuffer/kMinLargeAlloc) gets a segment rounded up to
-    2 MiB (kRoundLarge); the tail stays reserved. SGLang allocates one parameter per fused module and layer:
-    experts stacked (w13 = gate+up, w2), qkv / gate_up merged."""
+    """Caching-allocator segment tails over SGLang's parameters as the model builds them (``models.torch_allocator``):
+    one parameter per fused module and layer (q/k/v -> ``qkv_proj``, gate/up -> ``gate_up_proj``, experts stacked
+    as w13 / w2 per layer), created embedding first, then layer by layer, then the rest."""
+    from kvplan.models.sharding import shard_bytes
+    from kvplan.models.torch_allocator import reserved_overhead_bytes
+
     sizes: dict[tuple, int] = {}
     for g in groups:
         if g.layer is not None and g.layer not in layers:
@@ -261,20 +263,24 @@ def _segment_rounding(groups, place, layers: range) -> int:
         p = place(g)
         if p is None:
             continue
-        from kvplan.models.sharding import shard_bytes
-
-        leaf = g.template.rsplit(".", 1)[-1]
-        mod = g.template.rsplit(".", 2)[-2] if g.template.count(".") >= 2 else g.template
+        parts = g.template.rsplit(".", 2)
+        leaf = parts[-1]
+        mod = parts[-2] if len(parts) >= 2 else g.template
+        prefix = parts[0] if len(parts) == 3 else ""
         merged = {"gate_proj": "w13", "up_proj": "w13", "w1": "w13", "w3": "w13", "q_proj": "qkv", "k_proj": "qkv",
                   "v_proj": "qkv", "q_a_proj": "qkv_a", "kv_a_proj_with_mqa": "qkv_a"}.get(mod, mod)
         expert = role_of(g).group == "experts"
-        key = (g.layer, expert, merged, leaf, None if expert else g.template)
+        if expert:  # experts.{e}.w1 ... -> one stacked parameter per layer
+            prefix = prefix.split("experts")[0]
+        key = (g.layer, expert, prefix, merged, leaf)
         sizes[key] = sizes.get(key, 0) + shard_bytes(g, p)
-    waste = 0
-    for n in sizes.values():
-        if n > 10 * MiB:
-            waste += cdiv(n, 2 * MiB) * 2 * MiB - n
-    return waste
+
+    def order(k: tuple) -> tuple[int, int]:
+        if k[0] is None:
+            return (0 if "embed" in (k[2] + k[3]) else 2, 0)
+        return (1, k[0])
+
+    return reserved_overhead_bytes(sizes[k] for k in sorted(sizes, key=order))
 
 
 def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
