@@ -233,6 +233,35 @@ def cfg_deepseek_v3():
     return DeepseekV3Config(**kw)
 
 
+def cfg_qwen3_next():
+    """Qwen3-Next hybrid: 3 gated-DeltaNet layers + 1 full-attention layer (2 kv heads x 64), GDN heads 2 k / 4 v
+    of 128 (the CPU GDN kernel rejects 32), 4 experts."""
+    from transformers import Qwen3NextConfig
+
+    return Qwen3NextConfig(
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=128,
+        linear_value_head_dim=128,
+        linear_conv_kernel_dim=4,
+        full_attention_interval=4,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=64,
+        shared_expert_intermediate_size=64,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        tie_word_embeddings=False,
+        **_COMMON,
+    )
+
+
 MODELS: dict[str, Callable[[], Any]] = {
     "llama_gqa": cfg_llama_gqa,
     "llama_mha": cfg_llama_mha,
@@ -243,6 +272,7 @@ MODELS: dict[str, Callable[[], Any]] = {
     "gemma3_text": cfg_gemma3_text,
     "deepseek_v2": cfg_deepseek_v2,
     "deepseek_v3": cfg_deepseek_v3,
+    "qwen3_next": cfg_qwen3_next,
 }
 
 

@@ -33,7 +33,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--reasoning-parser", S), Flag("--load-format", S), Flag("--download-dir", S),
     Flag("--generation-config", S), Flag("--compilation-config", S, ("-O",)), Flag("--speculative-config", S),
     Flag("--distributed-executor-backend", S), Flag("--max-seq-len-to-capture", I), Flag("--hf-overrides", S),
-    Flag("--mm-processor-kwargs", S), Flag("--override-generation-config", S), Flag("--async-scheduling", B),
+    Flag("--mm-processor-kwargs", S), Flag("--mamba-cache-dtype", S), Flag("--mamba-ssm-cache-dtype", S),
+    Flag("--mamba-cache-mode", S), Flag("--mamba-block-size", I), Flag("--override-generation-config", S),
+    Flag("--async-scheduling", B),
     # flags that send 0.8-0.10 back to the V0 engine (v1_oracle.py)
     Flag("--preemption-mode", S), Flag("--num-scheduler-steps", I), Flag("--scheduler-delay-factor", F),
     Flag("--disable-async-output-proc", B), Flag("--scheduling-policy", S), Flag("--enable-prompt-adapter", B),
@@ -87,6 +89,13 @@ class VLLMArgs:
     num_gpu_blocks_override: int | None = None
     device: str | None = None
     disable_hybrid_kv_cache_manager: bool = False
+    enable_prefix_caching: bool = False
+    no_enable_prefix_caching: bool = False
+    speculative_config: str | None = None
+    # hybrid Mamba / gated-DeltaNet state (config/cache.py MambaDType, MambaCacheMode; engines/vllm/hybrid.py)
+    mamba_cache_dtype: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
+    mamba_cache_mode: str | None = None
     # V0-only scheduler settings: in 0.8-0.10 any non-default one makes the launch fall back to V0 (v1_oracle.py)
     preemption_mode: str | None = None
     num_scheduler_steps: int = 1

@@ -294,7 +294,15 @@ class VLLMEngine(Engine):
         platform, cc = platform_of(cluster.gpu_name, args.is_cpu)
         mdt = resolve_dtype(version, args.dtype, model.dtype, model.model_type, platform, cc)
         kv_bytes, kv_label = kv_dtype_bytes(args.kv_cache_dtype, model, mdt)
-        stages = layer_specs(model, args, block, kv_bytes, hk)
+        hy = None
+        if model.n_linear_layers:  # hybrid.py: vLLM raises the block size so one page holds a layer's state
+            from kvplan.engines.vllm.hybrid import hybrid_pages
+
+            attn_1tok = max(1, hk.total_heads // args.tensor_parallel_size) * (model.head_dim + model.v_head_dim)
+            hy = hybrid_pages(model, args, version, attn_1tok * kv_bytes, mdt.bytes, args.is_cpu, max_len)
+            block, bsrc = hy.block_size, hy.block_source
+            notes.extend(hy.notes)
+        stages = layer_specs(model, args, block, kv_bytes, hk, hy)
         layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
         layout = max(layouts, key=lambda lo: lo.bytes_per_block)  # min num_blocks across workers
         exact_budget = bool(options.kv_memory_gib is not None or args.kv_cache_memory_bytes
@@ -313,6 +321,9 @@ class VLLMEngine(Engine):
         fallback = v0_fallback(version, platform=platform, cc=cc, kv_cache_dtype=args.kv_cache_dtype, dtype=mdt.name,
                                settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS})
         kind = engine_kind(version, args.env, fallback)
+        if hy is not None and kind == "v0":
+            raise KvplanError(f"{model.name}: vLLM runs hybrid GDN models on the V1 engine only, and this launch "
+                              f"falls back to V0 ({fallback or 'VLLM_USE_V1=0'})")
         if kind == "v0" and fallback and Version(version) >= Version("0.8.0"):
             notes.append(f"V0 engine: '{fallback} is not supported by the V1 Engine. Falling back to V0.' "
                          "(engine/arg_utils.py::_is_v1_supported_oracle)")
@@ -354,7 +365,9 @@ class VLLMEngine(Engine):
                         host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
         usable = max(0, cap.num_blocks - 1)  # block 0 is the null block
         avg = min(options.avg_tokens, max_len)  # no request is longer than max_model_len
-        avg_blocks = -(-avg // block) * layout.num_groups
+        attn_groups = sum(1 for g in layout.groups if g[0].kind != "mamba")
+        avg_blocks = -(-avg // block) * attn_groups + sum(g[0].state_blocks for g in layout.groups
+                                                          if g[0].kind == "mamba")
         fit = min(usable // avg_blocks if avg_blocks else 0, seqs)
         replica = ReplicaPlan(ranks=args.world_size, dp_groups=1, kv_tokens=cap.kv_tokens,
                               avg_tokens=avg, requests_fit=fit, max_running_requests=seqs,

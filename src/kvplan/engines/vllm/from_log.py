@@ -24,8 +24,13 @@ def log_flags(args: Mapping[str, Any]) -> list[str]:
     dtype = args.get("dtype")
     if isinstance(dtype, str) and dtype.startswith("torch."):  # the engine config line prints the resolved torch
         args["dtype"] = dtype.removeprefix("torch.")  # dtype ("dtype=torch.bfloat16"); --dtype takes its name
+    # prefix caching only matters to a hybrid GDN model (hybrid.py: mamba "align" mode, on by default from 0.32),
+    # so only its being off is carried over
+    off = str(args.pop("enable_prefix_caching", "")).lower() == "false"
+    args.pop("no_enable_prefix_caching", None)
     return flags_from_values([(SYNONYMS.get(k, k), v) for k, v in args.items()], FLAGS,
-                             set(VLLMArgs.__dataclass_fields__) - _NOT_FLAGS)
+                             set(VLLMArgs.__dataclass_fields__) - _NOT_FLAGS) + (["--no-enable-prefix-caching"] if off
+                                                                                 else [])
 
 
 def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, float]:

@@ -5,7 +5,8 @@
 ``get_kv_cache_config_from_groups`` (``num_blocks = available // bytes_per_block``, then the minimum across
 workers), ``get_max_concurrency_for_kv_cache_config`` and ``get_kv_cache_capacity``; per-layer pages in
 ``vllm/v1/kv_cache_interface.py`` (``AttentionSpec.page_size_bytes``, ``MLAAttentionSpec``,
-``SlidingWindowSpec.max_admission_blocks_per_request``).
+``SlidingWindowSpec.max_admission_blocks_per_request``, ``MambaSpec`` for hybrid linear-attention layers:
+``engines/vllm/hybrid.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class LayerSpec:
-    kind: str  # "full" | "swa" | "mla"
+    kind: str  # "full" | "swa" | "mla" | "mamba"
     page_bytes: int  # one block of this layer on one rank
     sliding_window: int | None = None
+    state_blocks: int = 1  # "mamba": blocks a request holds (MambaSpec.max_memory_usage_bytes / page)
+    block_tokens: int | None = None  # "mamba": MambaSpec.block_size (max_model_len, or the block in align mode)
 
     def blocks_per_request(self, block_size: int, max_model_len: int, in_flight_tokens: int) -> int:
+        if self.kind == "mamba":
+            return self.state_blocks
         if self.kind == "swa" and self.sliding_window:
             # SlidingWindowSpec.max_admission_blocks_per_request: +1 because the window may straddle blocks
             n = min(self.sliding_window - 1 + in_flight_tokens, max_model_len)
@@ -47,6 +52,8 @@ def group_layers(specs: list[LayerSpec], disable_hybrid: bool = False) -> KVLayo
     """KV-cache groups of one rank's layers (get_kv_cache_groups)."""
     if not specs:
         raise UnsupportedModel("attention-free model: no KV cache to plan")
+    if disable_hybrid and any(s.kind == "mamba" for s in specs):
+        raise UnsupportedModel("--disable-hybrid-kv-cache-manager cannot unify Mamba/GDN state with attention")
     if disable_hybrid:  # unify_hybrid_kv_cache_specs: sliding-window layers become full attention
         specs = [LayerSpec("full", s.page_bytes) if s.kind == "swa" else s for s in specs]
     pages = {s.page_bytes for s in specs}
@@ -89,8 +96,9 @@ def capacity(layout: KVLayout, available_bytes: int, block_size: int, max_model_
     conc = num_blocks / per_req if per_req else 0.0
     if formula == "concurrency":  # >= 0.21: get_kv_cache_capacity
         tokens = int(conc * max_model_len)
-    elif formula == "blocks-per-group":  # 0.10 - 0.18: (num_blocks // num_groups) × block_size
-        tokens = (num_blocks // layout.num_groups) * block_size
+    elif formula == "blocks-per-group":  # 0.9.1 - 0.20.0: (num_blocks // num_groups) × min block size of the groups
+        state = [g[0].block_tokens for g in layout.groups if g[0].block_tokens]  # MambaSpec.block_size
+        tokens = (num_blocks // layout.num_groups) * min([block_size, *state])
     else:  # "blocks": num_blocks × block_size
         tokens = num_blocks * block_size
     return Capacity(num_blocks=num_blocks, blocks_per_request=per_req, max_concurrency=conc, kv_tokens=tokens)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.engines.vllm.dtype import ModelDtype
+from kvplan.engines.vllm.hybrid import HybridPages
 from kvplan.engines.vllm.kvcache import LayerSpec
 from kvplan.engines.vllm.mla import KvHeads
 from kvplan.engines.vllm.profiled import ProfileInputs
@@ -52,9 +53,10 @@ def pp_layer_ranges(n_layers: int, pp: int) -> list[range]:
 
 
 def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int,
-                heads_kind: KvHeads | None = None) -> list[list[LayerSpec]]:
+                heads_kind: KvHeads | None = None, hybrid: HybridPages | None = None) -> list[list[LayerSpec]]:
     """Per PP stage, the KV spec of each attention layer on one rank of that stage (``heads_kind``: whether an MLA
-    model is cached as MLA in this version, ``mla.kv_heads``)."""
+    model is cached as MLA in this version, ``mla.kv_heads``); a linear-attention layer holds one padded state page
+    per block (``hybrid``: ``hybrid.hybrid_pages``)."""
     tp = args.tensor_parallel_size
     hk = heads_kind or KvHeads(model.is_mla, model.head_dim, total_heads=model.num_kv_heads)
     stages = []
@@ -63,8 +65,11 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
         for i in rng:
             kind = model.layer_kinds[i]
             if kind == "linear":
-                raise KvplanError(f"{model.name}: hybrid linear-attention (Mamba/GDN) KV groups are not modeled "
-                                  "for vLLM yet", "plan it with SGLang semantics or pass the engine's log to explain")
+                if hybrid is None:
+                    raise KvplanError(f"internal: {model.name} has linear-attention layers but no hybrid pages")
+                specs.append(LayerSpec("mamba", hybrid.page_bytes, state_blocks=hybrid.state_blocks,
+                                       block_tokens=hybrid.state_block_tokens))
+                continue
             if hk.mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
                 specs.append(LayerSpec("mla", block_size * model.mla_kv_dim * kv_bytes))
                 continue
