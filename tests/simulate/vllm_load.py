@@ -47,8 +47,10 @@ class Config:
     clients: int
     requests: int = 48
     prompt_len: int = 400
-    output_range: tuple[int, int] = (100, 400)
-    phases: tuple[tuple[int, float], ...] = ((16, 2.0), (32, 0.25))  # (requests, seconds between them)
+    output_range: tuple[int, int] = (200, 600)
+    # (requests, seconds between them): a few alone, then the rest due at once, so the clients keep the engine at
+    # their number (or its running cap) for many one-second stats intervals, whatever the machine's speed
+    phases: tuple[tuple[int, float], ...] = ((6, 1.0), (42, 0.0))
     seed: int = 0
 
     def send_times(self) -> list[float]:
@@ -62,7 +64,7 @@ class Config:
         return (out + [t] * self.requests)[: self.requests]
 
     def flags(self) -> list[str]:
-        return ["--kv-cache-memory-bytes", str(self.kv_mib << 20), "--max-model-len", "2048", "--enforce-eager",
+        return ["--kv-cache-memory-bytes", str(self.kv_mib << 20), "--max-model-len", "1024", "--enforce-eager",
                 "--max-num-seqs", str(self.max_num_seqs)]
 
     def outputs(self) -> list[int]:
@@ -74,6 +76,7 @@ class Config:
 class Sent:
     i: int
     sent_s: float  # since the load started
+    due_s: float = 0.0  # when it was scheduled (sent later when every client was busy)
     latency_s: float = 0.0
     prompt_tokens: int = 0
     output_tokens: int = 0
@@ -107,9 +110,11 @@ class RealRun:
         return sum(s.latency_s for s in ok) / len(ok) if ok else 0.0
 
     def workload_jsonl(self, path: Path) -> Path:
+        """The requests as scheduled (arrival = when due, not when a client got free to send it: that time carries
+        the real engine's speed, which the simulation must predict through its own client pool)."""
         with path.open("w") as f:
-            for s in sorted(self.ok, key=lambda s: s.sent_s):
-                f.write(json.dumps({"arrival": round(s.sent_s, 4), "prompt_len": s.prompt_tokens,
+            for s in sorted(self.ok, key=lambda s: (s.due_s, s.i)):
+                f.write(json.dumps({"arrival": round(s.due_s, 4), "prompt_len": s.prompt_tokens,
                                     "output_len": s.output_tokens}) + "\n")
         return path
 
@@ -141,7 +146,7 @@ def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float
             time.sleep(wait)
         body = json.dumps({"model": model, "prompt": _prompt(i, cfg.prompt_len), "max_tokens": outs[i],
                            "temperature": 0, "ignore_eos": True}).encode()
-        s = Sent(i, time.monotonic() - t0)
+        s = Sent(i, time.monotonic() - t0, due[i])
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
         try:
             conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
@@ -194,8 +199,8 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
 
 
 def configs() -> tuple[Config, ...]:
-    """A: calibration; B: a small pool (queueing, preemption); C: a low running cap. Same load for all three."""
-    return (Config("A", 32, 16, 16), Config("B", 4, 16, 16), Config("C", 32, 4, 16))
+    """A: calibration; B: a small pool (queueing, preemption); C: one request at a time. Same load (4 clients)."""
+    return (Config("A", 32, 16, 4), Config("B", 2, 16, 4), Config("C", 32, 1, 4))
 
 
 def run_all(model: Path, out: Path, cfgs: tuple[Config, ...], log=None) -> list[RealRun]:

@@ -10,7 +10,9 @@ stats); each observation is one line of one scheduler (a DP group / an engine), 
   ``y = t_dec(B, K) + Σ_j t_pre(N_j, ctx_j) / D`` with ``K = #token``.
 * vLLM stats line (``v1/metrics/loggers.py::LoggingStatLogger``): average prompt (X) and generation (Y) throughput
   over the interval, running requests B, KV usage U: a step yields B tokens, so ``y = B / Y`` and the prefill
-  tokens per step are ``N = X × B / Y``, ``K = U × pool``.
+  tokens per step are ``N = X × B / Y``, ``K = U × pool``. B is a snapshot at the line; a line whose previous line
+  showed no running request is left out (the engine was idle for part of that interval, which Y averages in: under
+  a light load every such line reads as a slow step).
 """
 
 from __future__ import annotations
@@ -40,12 +42,18 @@ def _add(a: tuple, b: tuple, w: float = 1.0) -> tuple:
 def observations(samples: Iterable, roof: Roofline, pool_tokens: int, decode_interval: int = 40) -> list[Observation]:
     out: list[Observation] = []
     pending: dict[str, list] = {}  # source -> prefill samples since its last decode line
+    before: dict[str, int] = {}  # source -> running requests at its previous stats line
     for s in samples:
         if s.kind == "prefill":
             pending.setdefault(s.source, []).append(s)
             continue
         if s.kind not in ("decode", "stats"):
             continue
+        if s.kind == "stats":
+            prev = before.get(s.source or "")
+            before[s.source or ""] = int(s.running or 0)
+            if not prev:  # idle (or unknown) when the interval began: part of the interval was idle time
+                continue
         if not s.running or not s.gen_tps or s.gen_tps <= 0:
             continue
         b = int(s.running)
