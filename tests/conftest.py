@@ -29,6 +29,13 @@ def check_json(hw: list[str], cmd: list[str]) -> tuple[int, dict]:
 
 
 @pytest.fixture
+def recorded_cpu(monkeypatch) -> None:
+    """Figures recorded with the real vLLM-CPU engine on a machine whose CPU has no AMX tiles (the reference CPU MLA
+    backend, block 16): plan them as on that machine, whatever this one has."""
+    monkeypatch.setattr("kvplan.hardware.detect.cpu_has_amx", lambda path="/proc/cpuinfo": False)
+
+
+@pytest.fixture
 def incident() -> tuple[list[str], list[str]]:
     return list(INCIDENT_HW), list(INCIDENT_CMD)
 

@@ -163,8 +163,8 @@ def _argv(kind: str, name: str, places: dict[str, str]) -> list[str]:
 
 
 @pytest.fixture
-def sealed(tmp_path, monkeypatch):
-    """No HF cache, no engine on PATH: nothing on this machine changes a plan."""
+def sealed(tmp_path, monkeypatch, recorded_cpu):
+    """No HF cache, no engine on PATH, the recording machine's CPU: nothing on this machine changes a plan."""
     hf = tmp_path / "hf-empty"
     hf.mkdir()
     monkeypatch.setenv("HF_HOME", str(hf))

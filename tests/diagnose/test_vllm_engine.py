@@ -35,6 +35,7 @@ from tests.integration.vllm_engine import (
     API_SERVER,
     REPO,
     die_with_parent,
+    engine_lock,
     free_port,
     require_engine_python,
     stop_group,
@@ -80,7 +81,13 @@ LEFT: list[str] = []  # shared-memory segments an engine of this module left beh
 
 @contextmanager
 def serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """Start the API server on 127.0.0.1, wait for /health, yield (base URL, launch argv), stop its process group."""
+    """Start the API server on 127.0.0.1, wait for /health, yield (base URL, launch argv), stop its process group;
+    under the machine's engine lock, so that the /dev/shm check sees this engine's segments only."""
+    with engine_lock():
+        yield from _serving(py, model, flags, log_path)
+
+
+def _serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterator[tuple[str, list[str]]]:
     before = _shm()
     port = free_port()
     argv = [str(py), "-m", API_SERVER, "--model", str(model), "--host", "127.0.0.1", "--port", str(port), *flags]

@@ -25,6 +25,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -269,3 +271,20 @@ def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, st
     m = _VERSION_LINE.search(text)
     run.vllm_version = m.group(1) if m else None
     return run
+
+
+ENGINE_LOCK = "/tmp/kvplan-engine.lock"  # one real engine at a time on this machine (what `flock` takes)
+
+
+@contextmanager
+def engine_lock() -> Iterator[None]:
+    """Hold the machine's engine lock: no other real engine (another test worker, a benchmark) runs meanwhile, so a
+    check of what an engine left in /dev/shm sees only its own segments."""
+    import fcntl
+
+    with open(ENGINE_LOCK, "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lk, fcntl.LOCK_UN)

@@ -16,7 +16,9 @@ import pytest
 from tests.integration.vllm_engine import require_engine_python
 from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
 
-pytestmark = pytest.mark.slow
+# real throughput is the ground truth: the three runs must not share the machine with other tests (CI: the second,
+# sequential pytest run of `-m solo` after the parallel suite)
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ OBSERVED = [
 
 
 @pytest.mark.parametrize("model, env, flags, expected", OBSERVED, ids=[f"{o[0]}-{i}" for i, o in enumerate(OBSERVED)])
-def test_cpu_engine_figures(model, env, flags, expected):
+def test_cpu_engine_figures(model, env, flags, expected, recorded_cpu):
     cmd = ([env] if env else []) + [*API, str(TINY / model), "--device", "cpu", *flags]
     r = check(cmd, engine_version="0.32.0", host_mem_gib=24)
     blocks, tokens, conc = expected

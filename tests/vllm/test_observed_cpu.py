@@ -25,7 +25,7 @@ def world(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case_id", sorted(OBSERVED["cases"]))
-def test_replay(world, case_id):
+def test_replay(world, case_id, recorded_cpu):
     c = OBSERVED["cases"][case_id]
     cmd = argv(c, world / "tiny")
     cmd[cmd.index("python")] = str(world / "venv" / "bin" / "python")

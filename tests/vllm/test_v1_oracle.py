@@ -72,3 +72,30 @@ def test_t4_launch_plans_the_v0_engine():
     lo, hi = plan["per_rank"]["kv_tokens_range"]
     blocks = plan["per_rank"]["kv_blocks"]
     assert lo <= 3637 * 16 <= hi and abs(blocks - 3637) / 3637 < 0.05
+
+
+@pytest.mark.parametrize(("version", "amx", "flags", "expected"), [
+    ("0.32.0", False, [], 16),  # reference CPU MLA kernel: block 16 whatever the user asks
+    ("0.32.0", False, ["--block-size", "64"], 16),
+    ("0.32.0", True, [], 128),  # AMX MLA: the CPU default
+    ("0.32.0", True, ["--block-size", "64"], 64),  # ... and the user's block is kept
+    ("0.28.0", True, [], 16),  # 0.28 forces the reference kernel on every CPU
+])
+def test_cpu_mla_block_follows_the_cpus_amx(monkeypatch, version, amx, flags, expected):
+    """platforms/cpu.py::check_and_update_config (0.28: block 16 for MLA; 0.29+: not when amx_mla_enabled)."""
+    monkeypatch.setattr("kvplan.hardware.detect.cpu_has_amx", lambda path="/proc/cpuinfo": amx)
+    tiny = Path(__file__).parents[1] / "data/tiny/deepseek_v3/config.json"
+    cmd = ["VLLM_CPU_KVCACHE_SPACE=1", "vllm", "serve", "/nonexistent/deepseek_v3", "--max-model-len", "512", *flags]
+    plan = check(cmd, engine_version=version, host_mem_gib=24, model_config=str(tiny)).to_dict()
+    assert plan["settings"]["block_size"] == expected
+
+
+def test_amx_flag_read_from_cpuinfo(tmp_path):
+    from kvplan.hardware.detect import cpu_has_amx
+
+    f = tmp_path / "cpuinfo"
+    f.write_text("processor\t: 0\nflags\t\t: fpu sse avx512f amx_bf16 amx_tile amx_int8\n")
+    assert cpu_has_amx(str(f))
+    f.write_text("processor\t: 0\nflags\t\t: fpu sse avx512f amx_bf16\n")  # amx_tile is the flag torch checks
+    assert not cpu_has_amx(str(f))
+    assert not cpu_has_amx(str(tmp_path / "absent"))

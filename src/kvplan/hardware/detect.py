@@ -56,3 +56,17 @@ def shm_bytes(path: str = "/dev/shm") -> int | None:
     except OSError:
         return None
     return st.f_blocks * st.f_frsize
+
+
+def cpu_has_amx(path: str = "/proc/cpuinfo") -> bool:
+    """Whether this machine's CPU has AMX tiles (the ``amx_tile`` flag; what ``torch.cpu._is_amx_tile_supported``
+    reports on Linux x86). Reads at most 64 KiB: the flags repeat per core."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64 * 1024)
+    except OSError:
+        return False
+    for line in head.split(b"\n"):
+        if line.startswith(b"flags"):
+            return b"amx_tile" in line.split(b":", 1)[-1].split()
+    return False

@@ -17,6 +17,7 @@ from kvplan.engines.versions import Version
 from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
+from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
 from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
@@ -281,7 +282,11 @@ class VLLMEngine(Engine):
             notes.append(hk.note)
         # config/model.py::_get_and_verify_max_len: the derived length, capped by the tokenizer's model_max_length
         max_len = args.max_model_len or min(model.context_len, model.tokenizer_max_len or model.context_len)
-        if args.is_cpu and hk.mla:
+        amx_mla = args.is_cpu and hk.mla and cpu_amx_mla(version, args.env)
+        if amx_mla:
+            notes.append("vLLM-CPU MLA on AMX (this machine's CPU has AMX tiles): the AMX MLA backend, no block-16 "
+                         "override, chunked prefill kept (platforms/cpu.py::check_and_update_config, 0.29+)")
+        if args.is_cpu and hk.mla and not amx_mla:
             block, bsrc = 16, "CPU MLA backend forces 16 (platforms/cpu.py)"
         elif args.block_size:
             block, bsrc = args.block_size, "--block-size"
@@ -329,7 +334,7 @@ class VLLMEngine(Engine):
                          "(engine/arg_utils.py::_is_v1_supported_oracle)")
         batch = batch_defaults(version, kind, is_cpu=args.is_cpu, world=args.world_size,
                                gpu_bytes=cluster.gpu_mem_bytes, gpu_name=cluster.gpu_name, max_model_len=max_len,
-                               is_mla=model.is_mla, is_multimodal=model.is_multimodal,
+                               is_mla=model.is_mla and not amx_mla, is_multimodal=model.is_multimodal,
                                has_sliding_window=model.n_swa_layers > 0, platform=platform,
                                mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
         prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
