@@ -4,15 +4,15 @@
 
 Starts the engine (<repo>/.venv-vllm, tiny random-weight model, 127.0.0.1) once per configuration, one at a time
 under the machine's engine lock (/tmp/kvplan-engine.lock), each with the same scheduled load (48 requests, 400-token
-distinct prompts, 200-600 output tokens, 6 requests 1 s apart then the rest at once, through 4 clients):
+distinct prompts, 200-600 output tokens, 6 requests 1 s apart then the rest at once, through 4 clients, C 2):
 
     A  32 MiB KV, max-num-seqs 16   (calibration: its log's serving lines fit the step model)
     B   2 MiB KV, max-num-seqs 16   (a pool for ~2 of the 4 requests: queueing and preemption)
-    C  32 MiB KV, max-num-seqs 1    (one request at a time)
+    C  32 MiB KV, max-num-seqs 16, 2 clients   (the launch of A under less concurrency)
 
 For each it prints the real generation throughput and mean latency next to the simulation of the same launch and
 the same requests as scheduled (``kvplan simulate --calibrate A.log --workload <requests, arrival = when due>
---concurrency 4 -- <launch>``: when a client is free to send is the simulation's own prediction), the errors, and
+--concurrency N -- <launch>``: when a client is free to send is the simulation's own prediction), the errors, and
 the real run's wall time over the simulation's; then whether the simulation orders B, C (and A) as the engine did.
 """
 

@@ -175,12 +175,19 @@ def _wait_gone(proc: subprocess.Popen, pgid: int, wait_s: float) -> bool:
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
-    """SIGTERM the process group, wait *grace_s*, then SIGKILL; assert no member survives."""
+    """SIGTERM the leader (the API server shuts its engine core down, and multiprocessing's resource tracker then
+    unlinks the semaphores: a SIGTERM to the whole group kills the tracker first and leaks them), then the rest of
+    the group, wait *grace_s*, then SIGKILL; assert no member survives."""
     pgid = proc.pid  # start_new_session=True: the leader's pid is the pgid
     try:
-        os.killpg(pgid, signal.SIGTERM)
+        os.kill(pgid, signal.SIGTERM)
     except ProcessLookupError:
         pass
+    if not _wait_gone(proc, pgid, min(grace_s, 20.0)):
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     if not _wait_gone(proc, pgid, grace_s):
         try:
             os.killpg(pgid, signal.SIGKILL)
