@@ -20,7 +20,7 @@ from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.kvcache import capacity, group_layers
-from kvplan.engines.vllm.memory import budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
 from kvplan.engines.vllm.profile import batch_defaults, engine_kind
 from kvplan.engines.vllm.profiled import ProfileInputs
 from kvplan.engines.vllm.rules import NEWEST
@@ -286,7 +286,7 @@ class VLLMEngine(Engine):
         if amx_mla:
             notes.append("vLLM-CPU MLA on AMX (this machine's CPU has AMX tiles): the AMX MLA backend, no block-16 "
                          "override, chunked prefill kept (platforms/cpu.py::check_and_update_config, 0.29+)")
-        if args.is_cpu and hk.mla and not amx_mla:
+        if args.is_cpu and hk.mla and not amx_mla:  # the reference CPU MLA kernel
             block, bsrc = 16, "CPU MLA backend forces 16 (platforms/cpu.py)"
         elif args.block_size:
             block, bsrc = args.block_size, "--block-size"
@@ -303,8 +303,8 @@ class VLLMEngine(Engine):
         if model.n_linear_layers:  # hybrid.py: vLLM raises the block size so one page holds a layer's state
             from kvplan.engines.vllm.hybrid import hybrid_pages
 
-            attn_1tok = max(1, hk.total_heads // args.tensor_parallel_size) * (model.head_dim + model.v_head_dim)
-            hy = hybrid_pages(model, args, version, attn_1tok * kv_bytes, mdt.bytes, args.is_cpu, max_len)
+            attn_1tok = attention_token_bytes(model, args.tensor_parallel_size, hk, kv_bytes)
+            hy = hybrid_pages(model, args, version, attn_1tok, mdt.bytes, args.is_cpu, max_len)
             block, bsrc = hy.block_size, hy.block_source
             notes.extend(hy.notes)
         stages = layer_specs(model, args, block, kv_bytes, hk, hy)

@@ -25,16 +25,13 @@ from dataclasses import dataclass
 
 from kvplan.engines.versions import Version
 from kvplan.engines.vllm.args import VLLMArgs
+from kvplan.engines.vllm.kvcache import cdiv
 from kvplan.errors import KvplanError
 from kvplan.models.spec import ModelSpec
 
 # get_kv_cache_torch_dtype / STR_DTYPE_TO_TORCH_DTYPE for the mamba cache dtypes (config/cache.py MambaDType)
 _STATE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 KERNEL_ALIGN = 16  # FlashAttention / FlashInfer / CPU attention: MultipleOf(16) kernel blocks
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)

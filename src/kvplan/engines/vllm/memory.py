@@ -52,6 +52,13 @@ def pp_layer_ranges(n_layers: int, pp: int) -> list[range]:
     return out
 
 
+def attention_token_bytes(model: ModelSpec, tp: int, hk: KvHeads, kv_bytes: int) -> int:
+    """One token of one full-attention layer on one rank (``FullAttentionSpec.page_size_bytes`` at block size 1):
+    K and V of ``max(1, kv_heads // tp)`` heads (``ModelConfig.get_num_kv_heads``: replicated when tp > kv heads)."""
+    k_v = (hk.head_size * 2) if model.is_mla else (model.head_dim + model.v_head_dim)
+    return max(1, hk.total_heads // tp) * k_v * kv_bytes
+
+
 def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int,
                 heads_kind: KvHeads | None = None, hybrid: HybridPages | None = None) -> list[list[LayerSpec]]:
     """Per PP stage, the KV spec of each attention layer on one rank of that stage (``heads_kind``: whether an MLA
@@ -73,10 +80,7 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
             if hk.mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
                 specs.append(LayerSpec("mla", block_size * model.mla_kv_dim * kv_bytes))
                 continue
-            # ModelConfig.get_num_kv_heads: max(1, kv_heads // tp) (replicated when tp > kv heads)
-            heads = max(1, hk.total_heads // tp)
-            k_v = (hk.head_size * 2) if model.is_mla else (model.head_dim + model.v_head_dim)
-            page = block_size * heads * k_v * kv_bytes
+            page = block_size * attention_token_bytes(model, tp, hk, kv_bytes)
             specs.append(LayerSpec("swa" if kind == "swa" else "full", page,
                                    model.sliding_window if kind == "swa" else None))
         stages.append(specs)

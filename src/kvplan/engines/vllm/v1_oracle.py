@@ -20,17 +20,8 @@ https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from kvplan.engines.versions import Version
-
-
-@dataclass(frozen=True)
-class Fallback:
-    feature: str  # as vLLM's warning names it
-    since: str
-    until: str  # first release without the fallback
-
 
 # (flag, since, until, the value that keeps V1): a V0-only setting away from its default sends the launch to V0
 _FLAG_FALLBACKS: tuple[tuple[str, str, str, object], ...] = (
