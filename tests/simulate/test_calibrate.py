@@ -59,22 +59,46 @@ def test_prefill_batches_between_decode_lines_are_charged(tmp_path):
 
 
 def test_vllm_stats_lines(tmp_path):
-    # y = running / gen; prefill tokens per step = prompt × running / gen; K = usage × pool
+    # y = mean batch / gen; prefill tokens per step = prompt × mean batch / gen; K = usage × pool. Running is the
+    # snapshot at the line's end: the interval's mean batch is the mean of this line's and the previous line's
+    # (the generator's truth here; exact when both show the same count)
     m = StepModel(ROOF, TRUE)
     rnd = random.Random(2)
-    lines = []
+    lines, prev = [], 32
     for i in range(40):
-        b = rnd.randint(4, 64)
+        b = rnd.choice([prev, prev, rnd.randint(4, 64)])
+        mean_b = (b + prev) / 2
         n = rnd.choice([0, 0, 256, 1024])
         k = 0.01 * rnd.randint(10, 90) * 100_000
-        t = m.step(b, k, n)
+        t = m.step(mean_b, k, n)
         lines.append(f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: "
-                     f"{n * (b / t) / b:.1f} tokens/s, Avg generation throughput: {b / t:.1f} tokens/s, Running: {b} "
+                     f"{n / t:.1f} tokens/s, Avg generation throughput: {mean_b / t:.1f} tokens/s, Running: {b} "
                      f"reqs, Waiting: 0 reqs, GPU KV cache usage: {k / 1000:.1f}%, Prefix cache hit rate: 0.0%")
+        prev = b
     log = tmp_path / "v.log"
     log.write_text("\n".join(lines) + "\n")
     fit = calibrate(str(log), ROOF, 100_000)
     assert fit.mape < 0.01
+    assert {r.weight for r in fit.rows if r.running == 32} >= {1.0}
+
+
+def test_vllm_line_whose_batch_changed_weighs_less(tmp_path):
+    # 4 -> 4: the batch is known (weight 1); 4 -> 3: mean 3.5, δ = 1/7, w = 0.0025 / (0.0025 + 0.0068) = 0.2687;
+    # 4 -> 1: mean 2.5, δ = 0.6, w = 0.0025 / 0.1225 = 0.0204
+    from kvplan.diagnose.stats import parse_samples
+    from kvplan.simulate.steptime.observe import observations
+
+    def line(i: int, running: int) -> str:
+        return (f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 "
+                f"tokens/s, Avg generation throughput: 700.0 tokens/s, Running: {running} reqs, Waiting: 0 reqs, "
+                "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%")
+
+    rows = observations(parse_samples([line(0, 4), line(1, 4), line(2, 3), line(3, 3), line(4, 4), line(5, 1)]),
+                        ROOF, 100_000)
+    assert [(r.running, round(r.weight, 3)) for r in rows] == [(4, 1.0), (3, 0.269), (3, 1.0), (4, 0.269), (1, 0.02)]
+    assert rows[0].y == pytest.approx(4 / 700)
+    assert rows[1].y == pytest.approx(3.5 / 700)
+    assert rows[4].y == pytest.approx(2.5 / 700)
 
 
 def test_vllm_line_after_an_idle_line_is_left_out(tmp_path):

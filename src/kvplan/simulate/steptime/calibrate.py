@@ -105,7 +105,7 @@ def calibrate(log_path: str, roof: Roofline, pool_tokens: int, decode_interval: 
                           f"calibration needs at least {MIN_OBS}",
                           "give a log with SGLang 'Decode batch' lines or vLLM periodic stats under load")
     xs, ys = [r.x for r in rows], [r.y for r in rows]
-    theta, sigma, kept = fit_relative(xs, ys, roof.known)
+    theta, sigma, kept = fit_relative(xs, ys, roof.known, [r.weight for r in rows])
     t0, t1, t2, t3, t4, t5 = theta
     model = StepModel(roof, (t0, t1, t2, t3, t4, t5), f"calibrated on {log_path} ({len(kept)} of {len(rows)} serving "
                       "lines)")
@@ -118,11 +118,13 @@ def calibrate(log_path: str, roof: Roofline, pool_tokens: int, decode_interval: 
     return Fit(model, used, fitted, prior_pred, sigma, log_path, inflight, len(rows) - len(kept))
 
 
-def fit_relative(xs: list[tuple], ys: list[float], known: bool) -> tuple[list[float], float, list[int]]:
+def fit_relative(xs: list[tuple], ys: list[float], known: bool,
+                 weights: list[float] | None = None) -> tuple[list[float], float, list[int]]:
     """MAP fit of relative errors ``(y - x·θ) / y`` (a line of a 10 ms step weighs as much as one of 100 ms), with
     lines whose relative residual is more than 3 robust standard deviations (1.4826 × MAD) from the median dropped
     (at most 30 %: ramp-up lines of one request mostly prefilling, idle intervals). Without GPU figures the prior is
-    flat: each coefficient may explain 10× the mean step time on its own."""
+    flat: each coefficient may explain 10× the mean step time on its own. ``weights`` scale each line's squared
+    residual (a vLLM line whose batch changed inside its interval counts less than one whose batch is known)."""
     n = len(ys)
     mean_y = sum(ys) / n
     means = [sum(x[j] for x in xs) / n for j in range(len(PRIOR))]
@@ -138,11 +140,13 @@ def fit_relative(xs: list[tuple], ys: list[float], known: bool) -> tuple[list[fl
     sigma = 0.05
     theta = list(prior)
     for it in range(4):
-        rx = [tuple(v / ys[i] for v in xs[i]) for i in kept]
-        theta = map_fit(rx, [1.0] * len(kept), prior, scales, sigma)
+        sw = [math.sqrt(weights[i]) if weights else 1.0 for i in kept]
+        rx = [tuple(v * w / ys[i] for v in xs[i]) for i, w in zip(kept, sw, strict=True)]
+        theta = map_fit(rx, sw, prior, scales, sigma)
         res = [1.0 - sum(c * v for c, v in zip(theta, xs[i], strict=True)) / ys[i] for i in range(n)]
         kres = sorted(res[i] for i in kept)
-        sigma = max(math.sqrt(sum(e * e for e in kres) / len(kres)), 0.02)
+        w2 = [weights[i] if weights else 1.0 for i in kept]
+        sigma = max(math.sqrt(sum(w * res[i] ** 2 for i, w in zip(kept, w2, strict=True)) / sum(w2)), 0.02)
         if it == 3:
             break
         med = kres[len(kres) // 2]

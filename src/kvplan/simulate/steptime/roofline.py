@@ -49,15 +49,15 @@ class Roofline:
     def flops_per_s(self) -> float:
         return (self.dense_tflops or NOMINAL_TFLOPS) * 1e12
 
-    def touched(self, tokens: int) -> float:
+    def touched(self, tokens: float) -> float:
         if not self.expert_fraction or not self.n_experts:
             return 1.0
         if tokens <= 0:
             return 0.0
         miss = 1.0 - min(1.0, self.experts_per_token / self.n_experts)
-        return 1.0 - miss ** (tokens * max(1, self.lockstep_groups))
+        return 1.0 - float(miss ** (tokens * max(1, self.lockstep_groups)))
 
-    def weight_s(self, tokens: int) -> float:
+    def weight_s(self, tokens: float) -> float:
         dense = self.weights_bytes * (1.0 - self.expert_fraction)
         return (dense + self.weights_bytes * self.expert_fraction * self.touched(tokens)) / self.bw_bytes_per_s
 
@@ -67,7 +67,7 @@ class Roofline:
     def compute_s(self, tokens: float) -> float:
         return 2.0 * self.active_params_per_token * tokens / self.flops_per_s
 
-    def features(self, decode: int, kv_tokens: float, prefill_tokens: int = 0,
+    def features(self, decode: float, kv_tokens: float, prefill_tokens: float = 0.0,
                  prefill_batches: float = 0.0) -> tuple[float, float, float, float, float, float]:
         """(1, weights s, KV s, compute s, prefill-batch count, decoding sequences): the step model's columns. The
         last has no roofline (its prior is 0): what a decoding sequence costs beyond its token's FLOPs (sampling,
