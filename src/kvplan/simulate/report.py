@@ -22,10 +22,12 @@ def render_calibration(fit: Any, console: Any) -> None:
                   f"MAPE {d['mape_pct']} % (roofline prior alone: {d['prior_mape_pct']} %)")
     console.print("  " + ", ".join(f"{k} {v:g}" for k, v in d["coefficients"].items()))
     t = Table(title="fit residuals (last lines)", show_lines=False)
-    for col in ("running", "KV tokens", "observed step", "fitted step", "residual", "observed tok/s", "fitted tok/s"):
+    for col in ("running", "weight", "KV tokens", "observed step", "fitted step", "residual", "observed tok/s",
+                "fitted tok/s"):
         t.add_column(col, justify="right")
     for r in d["rows"]:
-        t.add_row(str(r["running"]), f"{r['kv_tokens']:,}", f"{r['observed_step_s'] * 1000:.1f} ms",
+        run = str(r["running"]) if r["mean_batch"] == r["running"] else f"{r['mean_batch']:g} (→{r['running']})"
+        t.add_row(run, f"{r['weight']:g}", f"{r['kv_tokens']:,}", f"{r['observed_step_s'] * 1000:.1f} ms",
                   f"{r['fitted_step_s'] * 1000:.1f} ms", f"{r['residual_pct']:+.1f} %",
                   f"{r['observed_gen_tps']:,.0f}", f"{r['fitted_gen_tps']:,.0f}")
     console.print(t)

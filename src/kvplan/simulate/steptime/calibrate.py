@@ -41,10 +41,11 @@ class Fit:
         return sum(abs(f - r.y) / r.y for f, r in zip(self.prior_pred, self.rows, strict=True)) / len(self.rows)
 
     def to_dict(self, max_rows: int = 50) -> dict:
-        rows = [{"t": r.t, "source": r.source, "running": r.running, "kv_tokens": round(r.kv_tokens),
+        rows = [{"t": r.t, "source": r.source, "running": r.running, "mean_batch": round(r.y * r.gen_tps, 2),
+                 "weight": round(r.weight, 3), "kv_tokens": round(r.kv_tokens),
                  "prefill_tokens_per_step": round(r.prefill_per_step, 1), "observed_step_s": round(r.y, 5),
                  "fitted_step_s": round(f, 5), "residual_pct": round((f - r.y) / r.y * 100, 2),
-                 "observed_gen_tps": round(r.gen_tps, 1), "fitted_gen_tps": round(r.running / f, 1)}
+                 "observed_gen_tps": round(r.gen_tps, 1), "fitted_gen_tps": round(r.y * r.gen_tps / f, 1)}
                 for r, f in zip(self.rows, self.fitted, strict=True)]
         return {"log": self.log, "observations": len(self.rows), "dropped_outliers": self.dropped,
                 "mape_pct": round(self.mape * 100, 2),
