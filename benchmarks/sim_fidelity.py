@@ -15,7 +15,8 @@ C 2):
 For each it prints the real generation throughput and mean latency next to the simulation of the same launch and
 the same requests as scheduled (``kvplan simulate --calibrate A.log --workload <requests, arrival = when due>
 --concurrency N -- <launch>``: when a client is free to send is the simulation's own prediction), the errors, and
-the real run's wall time over the simulation's; then whether the simulation orders B, C, D (and A) as the engine did.
+the real run's wall time over the simulation's; then whether the simulation orders B, C, D (and A) as the engine did,
+and the engine's own drift: A launched once more at the end (A2), against A.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def measure(out: Path) -> list[dict]:
+    from dataclasses import replace
+
     from tests.simulate.vllm_load import configs, run_all, simulate_like, tiny_model
 
-    runs = run_all(tiny_model(out / "models"), out, configs(), lambda m: print(m, file=sys.stderr))
+    cfgs = configs()
+    cfgs += (replace(cfgs[0], name="A2"),)  # A once more at the end: the engine's own drift over the run
+    runs = run_all(tiny_model(out / "models"), out, cfgs, lambda m: print(m, file=sys.stderr))
     calib = out / "A.log"
     rows = []
     for run in runs:
@@ -68,13 +73,21 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="kvplan-simfid-"))
     out.mkdir(parents=True, exist_ok=True)
-    rows = measure(out)
-    real, sim = ordering(rows)
-    from tests.simulate.vllm_load import misordered
+    from tests.simulate.vllm_load import SEPARATED, misordered
 
+    measured = measure(out)
+    rows = [r for r in measured if r["config"] != "A2"]  # A2 measures the engine's drift, not a prediction
+    again = next((r for r in measured if r["config"] == "A2"), None)
+    calib = next(r for r in rows if r["used_for_calibration"])
+    drift_pct = round((again["real_gen_tps"] / calib["real_gen_tps"] - 1) * 100, 1) if again else None
+    real, sim = ordering(rows)
+    wrong = misordered(rows)
+    held = [abs(r["tps_err_pct"]) for r in rows if not r["used_for_calibration"]]
     if a.json:
         print(json.dumps({"rows": rows, "real_order": real, "sim_order": sim,
-                          "misordered_pairs": [list(p) for p in misordered(rows)]}, indent=2))
+                          "misordered_pairs": [list(p) for p in wrong], "held_out_mean_abs_err_pct":
+                          round(sum(held) / len(held), 1), "held_out_max_abs_err_pct": max(held),
+                          "calibration_rerun": again, "engine_drift_pct": drift_pct}, indent=2))
         return 0
     print(f"{'cfg':<4}{'real tok/s':>11}{'sim tok/s':>11}{'err':>8}{'real lat':>10}{'sim lat':>9}{'err':>8}"
           f"{'real s':>8}{'sim s':>8}{'ratio':>8}")
@@ -83,13 +96,12 @@ def main() -> int:
               f"{r['real_mean_latency_s']:>10.2f}{r['sim_mean_latency_s']:>9.2f}{r['latency_err_pct']:>7.1f}%"
               f"{r['real_load_s']:>8.1f}{r['sim_s']:>8.3f}{r['speedup']:>7}×"
               + ("  (calibration)" if r["used_for_calibration"] else ""))
-    from tests.simulate.vllm_load import SEPARATED, misordered
-
-    wrong = misordered(rows)
-    held = [abs(r["tps_err_pct"]) for r in rows if not r["used_for_calibration"]]
     print(f"order by throughput: real {' > '.join(real)}, simulated {' > '.join(sim)}; pairs apart by more than "
-          f"{SEPARATED:.0%} ordered wrong: {', '.join(f'{a}>{b}' for a, b in wrong) or 'none'}")
+          f"{SEPARATED:.0%} ordered wrong: {', '.join(f'{x}>{y}' for x, y in wrong) or 'none'}")
     print(f"held-out throughput error: mean {sum(held) / len(held):.1f} %, max {max(held):.1f} %")
+    if again:
+        print(f"the engine's own drift: A launched again at the end made {again['real_gen_tps']:.1f} tok/s, "
+              f"{drift_pct:+.1f} % against A")
     print(f"logs and workloads: {out}")
     return 0
 
