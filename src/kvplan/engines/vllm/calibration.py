@@ -43,21 +43,29 @@ DRIVER_DRIFT_GIB = 0.10  # the reserve moves ~100-150 MiB between driver branche
 # on 570, https://github.com/vllm-project/vllm/issues/27508); a GPU seen on one driver only gets this much either way
 
 
-def torch_reserve(gpu_name: str | None, platform: str = "cuda") -> Calibration:
-    """nvidia-smi memory.total − torch's total for this GPU: the catalog's own figure (hardware/gpus.json
-    ``torch_total_mib``, read from PyTorch OOM messages / deviceQuery / vLLM logs on that GPU) when it has one, else
-    ROCm's 0 (rocm-smi and HIP report the same VRAM total: MI300X, MI250X, MI355X in the catalog) or the generic
-    TORCH_TOTAL_RESERVE."""
+def catalogued_reserve(gpu_name: str | None) -> Calibration | None:
+    """nvidia-smi memory.total − torch's total for this GPU from hardware/gpus.json ``torch_total_mib`` (read from
+    PyTorch OOM messages / deviceQuery / vLLM logs on that GPU), with the driver range; None when not catalogued."""
     from kvplan.hardware.gpus import find_gpu
 
     g = find_gpu(gpu_name)
     r = g.driver_reserve_range_mib if g is not None else None
-    if g is not None and r is not None:
-        v, lo, hi = (x / 1024 for x in r)
-        return Calibration(v, max(0.0, min(lo, v - DRIVER_DRIFT_GIB)), max(hi, v + DRIVER_DRIFT_GIB), "GiB",
-                           f"nvidia-smi memory.total - torch's total on the {g.name}: {g.total_mib} - "
-                           f"{g.torch_total_mib} MiB (hardware/gpus.json torch_total_mib)",
-                           g.torch_total_source or "hardware/gpus.json")
+    if g is None or r is None:
+        return None
+    v, lo, hi = (x / 1024 for x in r)
+    return Calibration(v, max(0.0, min(lo, v - DRIVER_DRIFT_GIB)), max(hi, v + DRIVER_DRIFT_GIB), "GiB",
+                       f"nvidia-smi memory.total - torch's total on the {g.name}: {g.total_mib} - "
+                       f"{g.torch_total_mib} MiB (hardware/gpus.json torch_total_mib)",
+                       g.torch_total_source or "hardware/gpus.json")
+
+
+def torch_reserve(gpu_name: str | None, platform: str = "cuda") -> Calibration:
+    """nvidia-smi memory.total − torch's total for this GPU: the catalog's own figure (``catalogued_reserve``) when it
+    has one, else ROCm's 0 (rocm-smi and HIP report the same VRAM total: MI300X, MI250X, MI355X in the catalog) or
+    the generic TORCH_TOTAL_RESERVE."""
+    own = catalogued_reserve(gpu_name)
+    if own is not None:
+        return own
     if platform == "rocm":
         return Calibration(0.0, 0.0, TORCH_TOTAL_RESERVE.value, "GiB",
                            "ROCm reports the whole VRAM to torch (MI300X 191.98 GiB = rocm-smi's total)",

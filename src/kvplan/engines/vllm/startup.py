@@ -5,21 +5,26 @@ is taken after the CUDA context, NCCL and cuBLAS exist.
 
     free at start-up ≈ nvidia-smi total − reserve − STARTUP_CONTEXT      (the report's failure band)
     the rule gpu-util-startup-fail: total = nvidia-smi total − reserve, free = total − STARTUP_CONTEXT
-    reserve: the GPU's own (calibration.torch_reserve, hardware/gpus.json), else TORCH_TOTAL_RESERVE /
+    reserve: the GPU's own (calibration.catalogued_reserve, hardware/gpus.json), else TORCH_TOTAL_RESERVE /
     STARTUP_DRIVER_RESERVE
 """
 
 from __future__ import annotations
 
-from kvplan.engines.vllm.calibration import STARTUP_CONTEXT, STARTUP_DRIVER_RESERVE, TORCH_TOTAL_RESERVE, torch_reserve
+from kvplan.engines.vllm.calibration import (
+    STARTUP_CONTEXT,
+    STARTUP_DRIVER_RESERVE,
+    TORCH_TOTAL_RESERVE,
+    catalogued_reserve,
+)
 from kvplan.units import GiB
 
 CONTEXT_BYTES = int(STARTUP_CONTEXT.value * GiB)
 
 
 def _reserve_gib(gpu_name: str | None, fallback: float) -> float:
-    r = torch_reserve(gpu_name)
-    return r.value if r is not TORCH_TOTAL_RESERVE else fallback  # the GPU's own figure when catalogued
+    r = catalogued_reserve(gpu_name)
+    return r.value if r is not None else fallback
 
 
 def free_at_startup_bytes(gpu_total_bytes: int, gpu_name: str | None = None) -> int:
