@@ -69,3 +69,18 @@ def test_unplannable_container_is_exit_2_with_its_reason():
     code, out, _ = run_cli(["check", "--gpu", "h100", "-f", str(DATA / "sglang-sts-2nodes.yaml"), "--json"])
     d = json.loads(out)
     assert code == 2 and "unknown model '/llm-folder'" in d["deployments"][0]["error"]
+
+
+def test_html_report_per_container(tmp_path):
+    # one container: the file given; two: <stem>-<n>-<container>.html beside it, each the check report of its launch
+    one = tmp_path / "one.html"
+    code, _, err = run_cli(["check", "-f", str(DATA / "incident-pod.yaml"), "--html", str(one)])
+    assert code == 1 and one.is_file(), err
+    assert "Kimi-K2.5" in one.read_text() and "container-memory-limit" in one.read_text()
+    two = tmp_path / "two.html"
+    code, _, err = run_cli(["check", "-f", str(DATA / "incident-fixed-pod.yaml"), "-f",
+                            str(DATA / "vllm-offload-default-shm.yaml"), "--html", str(two)])
+    written = sorted(p.name for p in tmp_path.glob("two-*.html"))
+    assert len(written) == 2 and not two.exists(), (written, err)
+    assert written[0].startswith("two-1-Deployment-sglang-kimi") and written[1].startswith("two-2-Deployment-vllm")
+    assert err.count("HTML report written") == 2

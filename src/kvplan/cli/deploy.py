@@ -1,13 +1,16 @@
 """``kvplan check -f FILE``: check the engine containers of deployment files (kvplan.deploy), each named like
 ``Deployment/sglang-kimi, container server (file)``. JSON: ``{"schema_version", "deployments": [...], "verdict"}``
 with one entry per container; exit 2 when a file is unreadable or holds no engine launch (one line naming it) or a
-container cannot be planned, 1 on an error finding, else 0."""
+container cannot be planned, 1 on an error finding, else 0. ``--html FILE`` writes each planned container's report:
+FILE itself for one, ``FILE-stem-<n>-<container>.html`` beside it for several."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -17,7 +20,7 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
 
     result = check_containers(read_deployments(list(a.file)), opts)
     if getattr(a, "html", None):
-        print("kvplan: --html draws one launch; with -f it is not written", file=sys.stderr)
+        write_reports(a.html, result)
     if a.json:
         print(json.dumps(result.to_dict(), indent=2))
         return result.exit_code
@@ -36,3 +39,27 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
             render(item.result, console)
     console.print(f"[bold]deployments: {len(result.items)} container(s), verdict {result.verdict}[/]")
     return result.exit_code
+
+
+def report_paths(path: str, labels: list[str]) -> list[Path]:
+    """One HTML file per planned container: ``path`` itself for one, else ``<stem>-<n>-<label>.html`` beside it
+    (the label reduced to letters, digits and dashes, at most 60 characters)."""
+    p = Path(path).expanduser()
+    if len(labels) == 1:
+        return [p]
+    out = []
+    for i, label in enumerate(labels, 1):
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:60] or "container"
+        out.append(p.with_name(f"{p.stem}-{i}-{slug}{p.suffix or '.html'}"))
+    return out
+
+
+def write_reports(path: str, result: Any) -> None:
+    from kvplan.report.html import write_html
+
+    planned = [it for it in result.items if it.result is not None]
+    if not planned:
+        print("kvplan: --html: no container could be planned, no report written", file=sys.stderr)
+        return
+    for item, target in zip(planned, report_paths(path, [it.container.label for it in planned]), strict=True):
+        write_html("check", item.result.to_dict(), target)
