@@ -115,12 +115,16 @@ def test_sglang_launch_command_from_server_info_gives_commands():
 
 def test_vllm_live_server_is_client_bound_and_tolerates_missing_pieces():
     with fake_server("vllm") as url:
-        view = scrape(url, window_s=0.6, interval_s=0.2)
+        view = scrape(url, window_s=1.0, interval_s=0.2)
         res = diagnose(url=url, window_s=0.6)
     assert view.engine == "vllm" and view.cache_config["num_gpu_blocks"] == "8192"
     assert any("/get_server_info" in e for e in view.errors)  # 404: tolerated
     s = view.samples[-1]
-    assert s.running == 2 and s.queued == 0 and s.gen_tps == pytest.approx(40, rel=0.3)
+    assert s.running == 2 and s.queued == 0
+    # the rate of the counter between two scrapes: one 0.2 s interval stretched or squeezed by a loaded machine's
+    # HTTP round trip reads 2× off (CI: 79 tok/s once), so the median over the window's intervals
+    rates = sorted(x.gen_tps for x in view.samples if x.gen_tps)
+    assert len(rates) >= 3 and rates[len(rates) // 2] == pytest.approx(40, rel=0.3)
     assert s.prefix_hit == pytest.approx(0.5, abs=0.05)
     assert res.bottleneck == "unknown" and res.verdicts[1].id == "client-bound"  # 0.6 s: too thin to name it
     assert res.observed["pool_tokens"] == 1048576  # cache_config_info kv_cache_size_tokens
