@@ -9,12 +9,11 @@ generates exactly its ``max_tokens`` (``ignore_eos``), drawn from a seeded unifo
 timeout and the load a deadline. The log carries the engine's periodic stats every second
 (``VLLM_LOG_STATS_INTERVAL=1``), the serving lines ``kvplan simulate --calibrate`` reads. ``RealRun.workload_jsonl``
 writes what was actually sent (arrival = send time, token counts from the responses' ``usage``) for the simulator.
-Run it under ``flock /tmp/kvplan-engine.lock`` (one engine at a time on the machine).
+``run_all`` holds the machine's engine lock (``vllm_engine.engine_lock``: one real engine at a time).
 """
 
 from __future__ import annotations
 
-import fcntl
 import http.client
 import json
 import os
@@ -30,6 +29,7 @@ from tests.integration.vllm_engine import (
     _SCRUB_ENV,
     API_SERVER,
     REPO,
+    engine_lock,
     engine_python,
     free_port,
     stop_group,
@@ -37,7 +37,6 @@ from tests.integration.vllm_engine import (
 )
 
 REQUEST_TIMEOUT_S, HEALTH_TIMEOUT_S = 300.0, 420.0
-LOCK = "/tmp/kvplan-engine.lock"  # one engine at a time on this machine (what `flock` takes)
 # pairs of configurations whose real throughputs differ by more than the acceptance's 15 % must be ordered right (two
 # predictions each within 15 % may swap a closer pair; and the engine itself moved up to 17 % between runs)
 SEPARATED = 0.15
@@ -213,8 +212,7 @@ def configs() -> tuple[Config, ...]:
 def run_all(model: Path, out: Path, cfgs: tuple[Config, ...], log=None) -> list[RealRun]:
     """Run the configurations one after the other, holding the machine's engine lock."""
     runs = []
-    with open(LOCK, "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
+    with engine_lock():
         for cfg in cfgs:
             runs.append(run_config(model, cfg, out / f"{cfg.name}.log"))
             if log is not None:

@@ -15,8 +15,8 @@ stats); each observation is one line of one scheduler (a DP group / an engine), 
   previous line showed the same count; otherwise B is taken as the mean of the two snapshots, uncertain by
   ``δ = |B1 - B0| / (B1 + B0)`` relative (uniform over the range: variance δ²/3), and the line weighs its inverse
   variance against a known-batch line's noise ``LINE_NOISE``: ``w = s² / (s² + δ²/3)`` (4 -> 3: 0.27; 4 -> 1:
-  0.02). With the end snapshot alone, a line whose interval ran 4 requests and ended with 1
-  reads as a 4× faster step, and a fit over such lines prices the batch size far too steeply). A line whose
+  0.02); with the end snapshot alone, a line whose interval ran 4 requests and ended with 1 reads as a 4× faster
+  step, and a fit over such lines prices the batch size far too steeply. A line whose
   previous line showed no running request is left out (the engine was idle for part of that interval, which Y
   averages in: under a light load every such line reads as a slow step).
 """
