@@ -46,7 +46,7 @@ def measure(out: Path) -> list[dict]:
     cfgs = configs()
     cfgs += (replace(cfgs[0], name="A2"),)  # A once more at the end: the engine's own drift over the run
     runs = run_all(tiny_model(out / "models"), out, cfgs, lambda m: print(m, file=sys.stderr))
-    calib = runs[0].load_log(out / "A.load.log")  # A's log without the warm-up's and the probes' serving lines
+    calib = out / "A.log"
     ref = runs[0]
     rows = []
     for run in runs:

@@ -17,9 +17,7 @@ the run can know. So every launch also serves one fixed probe request alone (400
 its load and one after; ``RealRun.probe_tps`` is their mean generation rate, the machine's speed during that launch.
 Its ratio to the calibration launch's (``speed_vs``) is what the held-out figure is read against: the
 configuration's effect is the prediction, the machine's weather is not. The probes are not part of the load: not in
-``gen_tps``, ``load_s``, the workload the simulator replays, or ``load_log`` (the log with the serving lines of the
-warm-up and the probes cut out, what calibration reads: the fit sees the load's lines only, as a user's log of the
-job would show).
+``gen_tps``, ``load_s`` or the workload the simulator replays (their serving lines are in the log, batch-1 lines).
 """
 
 from __future__ import annotations
@@ -106,23 +104,6 @@ class RealRun:
     startup_s: float = 0.0
     sent: list[Sent] = field(default_factory=list)
     probes_tps: list[float] = field(default_factory=list)  # the ruler's rate before and after the load
-    # log byte offsets: before the warm-up, when the load starts, when it ends (the probes' lines lie outside)
-    cuts: tuple[int, int, int] = (0, 0, 0)
-
-    def load_log(self, path: Path) -> Path:
-        """The engine's log without the warm-up's and the probes' serving lines: the start-up lines, then the load's
-        (cut at line ends; a stats line straddling a cut stays with the load)."""
-        data = self.log_path.read_bytes()
-        c0, c1, c2 = self.cuts
-        if not c2:
-            path.write_bytes(data)
-            return path
-        head = data[:c0]
-        head = head[: head.rfind(b"\n") + 1]
-        start = c1 if c1 == 0 or data[c1 - 1:c1] == b"\n" else data.find(b"\n", c1) + 1
-        body = data[start:c2]
-        path.write_bytes(head + body[: body.rfind(b"\n") + 1])
-        return path
 
     @property
     def probe_tps(self) -> float:
@@ -245,11 +226,8 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
     try:
         wait_healthy(proc, f"http://127.0.0.1:{port}", t_start, HEALTH_TIMEOUT_S, log_path, argv)
         run.startup_s = time.monotonic() - t_start
-        c0 = log_path.stat().st_size
         _complete(port, str(model), "warm up", 8)  # first-request costs stay out of the ruler
         run.probes_tps.append(_probe(port, str(model), 0))
-        time.sleep(1.1)  # the probe's last stats line
-        c1 = log_path.stat().st_size
         outs, due, nxt, lock = cfg.outputs(), cfg.send_times(), [0], threading.Lock()
         t0 = time.monotonic()
         deadline = t0 + deadline_s
@@ -261,8 +239,6 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
             t.join(timeout=max(1.0, deadline - time.monotonic() + 5))
         ends = [s.sent_s + s.latency_s for s in run.ok]
         run.load_s = (max(ends) - min(s.sent_s for s in run.ok)) if ends else 0.0
-        time.sleep(1.1)  # the load's last stats line
-        run.cuts = (c0, c1, log_path.stat().st_size)
         run.probes_tps.append(_probe(port, str(model), 1))
         time.sleep(1.5)  # the last stats line
     finally:
