@@ -74,3 +74,14 @@ def test_no_prior_without_gpu_figures_says_what_to_do(capsys):
                  *CMD.replace("--tp 8", "--tp 8").split()])
     err = capsys.readouterr().err
     assert code == 2 and "--calibrate" in err
+
+
+def test_a_batch_outside_the_logs_steady_lines_is_flagged(log, capsys):
+    # the incident log's Decode batch lines run 46-56 requests (tests/diagnose/incident_log.py); 2 clients run at
+    # most 2, far below what the fit saw; 150 clients run ~55, inside it
+    few = ["--requests", "20", "--prompt-len", "250", "--output-len", "400", "--concurrency", "2"]
+    assert main(["simulate", *HW, *few, "--calibrate", log, "--json", "--", *CMD.split()]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("steady serving lines ran" in n and "extrapolation" in n for n in notes), notes
+    assert main(["simulate", *HW, *JOB, "--calibrate", log, "--json", "--", *CMD.split()]) == 0
+    assert not any("extrapolation" in n for n in json.loads(capsys.readouterr().out)["notes"])

@@ -67,9 +67,9 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     w = workload_from(workload_values(a))
     ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
-    note = ses.workload_check(res)
-    if note:
-        res = replace(res, notes=(*res.notes, note))
+    more = tuple(n for n in (ses.workload_check(res), ses.coverage_check(res)) if n)
+    if more:
+        res = replace(res, notes=(*res.notes, *more))
     if a.json:
         d = res.to_dict()
         d["calibration"] = ses.fit.to_dict() if ses.fit else None
