@@ -43,8 +43,9 @@ def test_predictions_against_the_real_engine(engine_py, tmp_path):
     # by the same probe request served alone before and after each load (vllm_load.py): the configuration's effect is
     # what the simulation predicts, the VM's weather between launches is not. In that run the raw errors were -5 / +3
     # / -18 % (D's launch ran 26 % faster than A's) and at A's speed +3 / +4 / +3 %. Each is held to 25 % (the
-    # probes' own scatter: pre and post differed by up to 25 % inside one launch) and their mean to 15 %; the old
-    # end-snapshot calibration put C at +42 % on a quiet machine.
+    # probes' own scatter: pre and post differed by up to 25 % inside one launch) and their mean to 15 %. What it
+    # catches is a gross mispricing: the old end-snapshot calibration put C at +42 % in a run whose log had no steady
+    # 1-request lines; the probes' lines now pin that batch, and replayed on a probe run's logs it gave C +6 %.
     ref = rows["A"][0]
     held = ("B", "C", "D")  # not used for calibration
     speed = {n: rows[n][0].speed_vs(ref) for n in rows}
