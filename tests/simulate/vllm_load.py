@@ -157,8 +157,13 @@ def _prompt(i: int, n: int) -> str:
     return head + ("ab" * n)[: max(0, n - len(head))]
 
 
-def _complete(port: int, model: str, prompt: str, max_tokens: int) -> tuple[float, int]:
-    """One request, alone: (seconds, completion tokens)."""
+class HTTPStatusError(RuntimeError):
+    pass
+
+
+def _complete(port: int, model: str, prompt: str, max_tokens: int) -> tuple[float, dict]:
+    """One completion request (every token generated: ``ignore_eos``): (seconds, its ``usage``). Raises
+    ``HTTPStatusError`` on a non-200 answer, OSError / HTTPException / ValueError on a broken one."""
     body = json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
                        "ignore_eos": True}).encode()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
@@ -168,8 +173,9 @@ def _complete(port: int, model: str, prompt: str, max_tokens: int) -> tuple[floa
         r = conn.getresponse()
         data = json.loads(r.read() or b"{}")
         if r.status != 200:
-            raise RuntimeError(f"probe: HTTP {r.status}")
-        return time.monotonic() - t, int((data.get("usage") or {}).get("completion_tokens") or 0)
+            raise HTTPStatusError(f"HTTP {r.status}")
+        usage = data.get("usage") if isinstance(data, dict) else None
+        return time.monotonic() - t, usage if isinstance(usage, dict) else {}
     finally:
         conn.close()
 
@@ -177,8 +183,8 @@ def _complete(port: int, model: str, prompt: str, max_tokens: int) -> tuple[floa
 def _probe(port: int, model: str, k: int) -> float:
     """The ruler: one fixed request alone, its generation rate (tok/s, prefill included). Its prompt is distinct
     from every other (no prefix-cache hit makes the second probe cheaper than the first)."""
-    s, n = _complete(port, model, _prompt(90000 + k, PROBE_PROMPT), PROBE_TOKENS)
-    return n / s if s > 0 else 0.0
+    secs, usage = _complete(port, model, _prompt(90000 + k, PROBE_PROMPT), PROBE_TOKENS)
+    return int(usage.get("completion_tokens") or 0) / secs if secs > 0 else 0.0
 
 
 def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float], nxt: list[int],
@@ -192,25 +198,15 @@ def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float
         wait = t0 + due[i] - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        body = json.dumps({"model": model, "prompt": _prompt(i, cfg.prompt_len), "max_tokens": outs[i],
-                           "temperature": 0, "ignore_eos": True}).encode()
         s = Sent(i, time.monotonic() - t0, due[i])
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
         try:
-            conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-            r = conn.getresponse()
-            data = json.loads(r.read() or b"{}")
-            s.latency_s = time.monotonic() - t0 - s.sent_s
-            if r.status != 200:
-                s.error = f"HTTP {r.status}"
-            else:
-                u = data.get("usage") or {}
-                s.prompt_tokens = int(u.get("prompt_tokens") or 0)
-                s.output_tokens = int(u.get("completion_tokens") or 0)
+            s.latency_s, u = _complete(port, model, _prompt(i, cfg.prompt_len), outs[i])
+            s.prompt_tokens = int(u.get("prompt_tokens") or 0)
+            s.output_tokens = int(u.get("completion_tokens") or 0)
+        except HTTPStatusError as e:
+            s.error = str(e)
         except (OSError, http.client.HTTPException, ValueError) as e:
             s.error = type(e).__name__
-        finally:
-            conn.close()
         with lock:
             run.sent.append(s)
 
