@@ -131,3 +131,41 @@ def test_a_log_without_serving_lines_is_refused(tmp_path):
     log.write_text("[2026-02-24 11:00:00 TP0] Load weight begin. avail mem=93.48 GB\n")
     with pytest.raises(KvplanError, match="serving line"):
         calibrate(str(log), ROOF, 1000)
+
+
+def _vllm_log(path, running: list[int]) -> str:
+    path.write_text("".join(
+        f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        f"Avg generation throughput: {100.0 * r + 300:.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 1.0%, Prefix cache hit rate: 0.0%\n" for i, r in enumerate(running)))
+    return str(path)
+
+
+@pytest.mark.parametrize(("instances", "running_mean", "extrapolated"), [
+    (1, 4.0, False), (1, 3.0, False), (1, 2.9, True),  # steady lines at 4: inside down to 0.75 × 4 = 3
+    (1, 5.0, False), (1, 5.1, True),  # ... and up to 1.25 × 4 = 5
+    (2, 8.0, False), (2, 12.0, True),  # summed over 2 schedulers: 4 and 6 each
+])
+def test_a_simulated_batch_outside_the_logs_steady_lines_is_named(tmp_path, instances, running_mean, extrapolated):
+    from types import SimpleNamespace
+
+    from kvplan.simulate.session import Session
+
+    fit = calibrate(_vllm_log(tmp_path / "v.log", [4] * 8), ROOF, 100_000)
+    ses = Session(SimpleNamespace(instances=instances), fit, None, None)  # type: ignore[arg-type]
+    note = ses.coverage_check(SimpleNamespace(completed=10, running_mean=running_mean))
+    assert (note is not None) == extrapolated, note
+    if extrapolated:
+        assert "steady serving lines ran 4 requests per scheduler" in note
+
+
+def test_a_log_whose_batch_never_held_says_so(tmp_path):
+    # 4, 3, 4, 3, ...: every line's batch changed inside its interval (weight 0.27 < 0.5), none is steady
+    from types import SimpleNamespace
+
+    from kvplan.simulate.session import Session
+
+    fit = calibrate(_vllm_log(tmp_path / "v.log", [4, 3] * 5), ROOF, 100_000)
+    ses = Session(SimpleNamespace(instances=1), fit, None, None)  # type: ignore[arg-type]
+    note = ses.coverage_check(SimpleNamespace(completed=10, running_mean=3.5))
+    assert note is not None and "no serving line whose batch held" in note

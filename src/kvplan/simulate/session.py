@@ -20,6 +20,7 @@ from kvplan.simulate.steptime.prior import roofline_for
 
 WORKLOAD_TOLERANCE = 0.25
 STEADY_WEIGHT = 0.5  # a line whose batch was known over its interval (steptime/observe.py: weight 1 when it held)
+BATCH_TOLERANCE = 0.25  # how far outside the log's steady batches a simulated batch is still read as inside
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Session:
 
     def coverage_check(self, res: Any) -> str | None:
         """The batch the simulation runs per scheduler vs the batches the log's steady lines saw: outside that range
-        (by more than the tolerance) the step time is the fit's extrapolation, which the prior's shape decides (a
+        (by more than ``BATCH_TOLERANCE``) the step time is the fit's extrapolation, which the prior's shape decides (a
         vLLM-CPU log with steady batches of 4 only priced a 1-request step at 6.6 ms where the engine took 11.6)."""
         if self.fit is None or not res.completed:
             return None
@@ -54,9 +55,10 @@ class Session:
             return (f"the log has no serving line whose batch held over its interval: the step time at the "
                     f"{per_sched:.1f} requests this simulation runs per scheduler is extrapolated")
         lo, hi = min(seen), max(seen)
-        if (1 - WORKLOAD_TOLERANCE) * lo <= per_sched <= (1 + WORKLOAD_TOLERANCE) * hi:
+        if (1 - BATCH_TOLERANCE) * lo <= per_sched <= (1 + BATCH_TOLERANCE) * hi:
             return None
-        return (f"the log's steady serving lines ran {lo}-{hi} requests per scheduler, this simulation "
+        ran = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        return (f"the log's steady serving lines ran {ran} requests per scheduler, this simulation "
                 f"{per_sched:.1f} on average: the step time there is the fit's extrapolation, less sure than inside "
                 "the range (a log of the job at that batch pins it)")
 
