@@ -334,12 +334,19 @@ def other_uid(tmp: Path) -> dict:
     kv = start_launch(tmp, cmd, env, n_procs=2)
     lid = state_files(tmp)[0]["id"]
     procs = [tuple(p) for p in state_files(tmp)[0]["processes"]]
-    uids = {}
-    for pid, _st in procs:
-        try:
-            uids[pid] = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
-        except (OSError, IndexError, ValueError):
-            pass
+    uids: dict = {}
+    # the child is recorded when it forks, as root; setpriv drops to nobody a moment later (on a loaded 2-core CI
+    # machine both read 0 once): read the uids once the drop has happened, or after 10 s as they are
+    deadline = time.monotonic() + 10
+    while True:
+        for pid, _st in procs:
+            try:
+                uids[pid] = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
+            except (OSError, IndexError, ValueError):
+                pass
+        if 65534 in uids.values() or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     kv.send_signal(signal.SIGKILL)
     kv.wait()
     obs: dict = {"uids": uids}
