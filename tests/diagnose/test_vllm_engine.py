@@ -116,25 +116,17 @@ def _serving(py: Path, model: Path, flags: list[str], log_path: Path) -> Iterato
 
 
 class Load:
-    """``n`` threads, ``rounds`` /v1/completions requests each, one after the other (a fixed count), each with a hard
-    timeout; a thread stops sending at exit. On exit the connections are shut down, so vLLM aborts what is still
-    running and the engine can stop cleanly."""
+    """``n`` threads, one /v1/completions request each (a fixed count), each with a hard timeout. On exit the
+    connections are shut down, so vLLM aborts what is still running and the engine can stop cleanly."""
 
-    def __init__(self, base: str, model: Path, n: int, prompt_len: int, max_tokens: int, rounds: int = 1):
+    def __init__(self, base: str, model: Path, n: int, prompt_len: int, max_tokens: int):
         self.body = json.dumps({"model": str(model), "prompt": "ab" * (prompt_len // 2), "max_tokens": max_tokens,
                                 "temperature": 0, "ignore_eos": True}).encode()
         u = urlparse(base)
         self.host, self.port = u.hostname, u.port
         self.results: list[str] = []
         self.conns: list[http.client.HTTPConnection] = []
-        self.rounds, self.stopped = rounds, threading.Event()
-        self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(n)]
-
-    def _loop(self) -> None:
-        for _ in range(self.rounds):
-            if self.stopped.is_set():
-                return
-            self._one()
+        self.threads = [threading.Thread(target=self._one, daemon=True) for _ in range(n)]
 
     def _one(self) -> None:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT_S)
@@ -155,7 +147,6 @@ class Load:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stopped.set()
         for c in list(self.conns):
             if c.sock is not None:
                 try:
@@ -210,9 +201,7 @@ def test_small_cache_many_long_requests_is_kv_capacity(engine_py, tiny, tmp_path
 def test_large_cache_two_requests_is_client_bound(engine_py, tiny, tmp_path):
     flags = ["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "2048", "--enforce-eager"]
     with serving(engine_py, tiny, flags, tmp_path / "large.log") as (base, argv), \
-            Load(base, tiny, n=2, prompt_len=40, max_tokens=2000, rounds=50):
-        # two closed-loop clients for the whole window: on a fast day one request of 2,000 tokens each ended before
-        # the window began (a CI run saw 0 running in all 7 samples)
+            Load(base, tiny, n=2, prompt_len=40, max_tokens=2000):
         _wait_running(base, 2)
         live = diagnose(url=base, window_s=12.0, launch_command=argv)
     assert not LEFT, f"the engine left shared memory behind: {LEFT}"
