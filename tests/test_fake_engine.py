@@ -15,7 +15,7 @@ import json
 import pytest
 
 from kvplan import KvplanError, check
-from kvplan.diagnose.diagnose import diagnose
+from kvplan.diagnose.run import diagnose
 from kvplan.explain import explain
 
 CMD = ["toyllm", "serve", "Qwen/Qwen3-8B", "--kv-gib", "2"]

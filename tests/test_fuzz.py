@@ -205,7 +205,7 @@ def log_lines(draw) -> list[str]:
 @FUZZ
 @given(log_lines(), st.sampled_from(["explain", "diagnose"]))
 def test_log_lines(tmp_path_factory, lines, what):
-    from kvplan.diagnose.diagnose import diagnose
+    from kvplan.diagnose.run import diagnose
     from kvplan.explain import explain
 
     p = tmp_path_factory.mktemp("log") / "server.log"

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import KvplanError
 from kvplan.options import PlanOptions
-from kvplan.result import CheckResult, Finding, Plan
+from kvplan.result import CheckResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from kvplan.engines import Engine, LaunchCommand
+    from kvplan.evaluation import Evaluation
 
 
 def _options(kw: dict[str, Any]) -> PlanOptions:
@@ -25,65 +25,21 @@ def _options(kw: dict[str, Any]) -> PlanOptions:
     return PlanOptions(**{k: v for k, v in plan_options(kw).items() if v is not None})
 
 
-def with_model_notes(p: Plan) -> Plan:
-    """The plan with the model's own notes first in its assumptions (catalog resolution, assumed architecture)."""
-    from dataclasses import replace
-
-    notes = tuple(n for n in p.model.notes if n not in p.assumptions)
-    return replace(p, assumptions=(*notes, *p.assumptions)) if notes else p
-
-
 def check(command: Sequence[str] | str, **options: Any) -> CheckResult:
-    """Plan a real launch command and run every finding rule on it.
+    """Plan a real launch command and run every finding rule on it (``kvplan.evaluation``: the one evaluation of a
+    launch every command asks).
 
     ``options``: gpu, gpu_mem_mib, gpus_per_node, nodes, host_mem_gib, engine_version, model_config,
     weights_gib (per rank), free_gib (per rank), avg_tokens.
     """
-    from kvplan.engines import detect_engine, split_command
-    from kvplan.suggest import suggest
-
-    opts = _options(options)
-    cmd = split_command(command)
-    engine = detect_engine(cmd)
-    plan_, findings = _checked(engine, cmd, opts)
-
-    def recheck(text: str) -> tuple[Plan, list[Finding]]:  # the suggested command, checked like any launch
-        return _checked(engine, split_command(text), opts)
-
-    s = suggest(findings, lambda flags: engine.rewrite(cmd, flags), recheck)
-    return CheckResult(plan=plan_, findings=tuple(findings), suggested_command=s.command,
-                       suggested_plan=s.plan, suggested_findings=s.findings, suggestion_note=s.note)
+    return evaluate_command(command, **options).result
 
 
-def _checked(engine: Engine, cmd: LaunchCommand, opts: PlanOptions) -> tuple[Plan, list[Finding]]:
-    """The plan of ``cmd`` and every finding rule's findings on it (no suggestion)."""
-    from kvplan.findings import Context, run_rules
+def evaluate_command(command: Sequence[str] | str, **options: Any) -> Evaluation:
+    """The Evaluation of a launch command with check's options (validated): plan, findings, repaired launch."""
+    from kvplan.evaluation import evaluate
 
-    try:
-        plan_ = engine.plan(cmd, opts)
-    except KvplanError as e:  # a value the engine's own argparse refuses too: plan the defaults, report it
-        plan_ = _plan_without_rejected(engine, cmd, opts, e)
-    plan_ = with_model_notes(plan_)
-
-    def replan(**changes: Any) -> Plan:
-        return engine.replan(cmd, opts, **changes)
-
-    return plan_, run_rules(Context(plan_, replan))
-
-
-def _plan_without_rejected(engine: Engine, cmd: LaunchCommand, opts: PlanOptions, error: Exception) -> Plan:
-    """The plan of the command without the flags its engine version would reject (re-raises ``error`` when no
-    such flag is to blame); the Plan keeps the original command so the flag findings see what was given."""
-    from dataclasses import replace
-
-    kept = engine.without_rejected(cmd, opts.engine_version or engine.default_version()[0])
-    if kept is None:
-        raise error
-    try:
-        p = engine.plan(kept, opts)
-    except KvplanError:
-        raise error from None
-    return replace(p, command=cmd.text())
+    return evaluate(command, _options(options))
 
 
 def plan(model: str, engine: str | None = None, tp: int = 1, dp: int = 1, pp: int = 1,

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+import shlex
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
@@ -25,10 +27,11 @@ from kvplan.logs.facts import LogFacts
 if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.base import Engine
     from kvplan.engines.loggpu import LogGpu
-    from kvplan.result import CheckResult
+    from kvplan.result import CheckResult, Finding, Plan
 
 __all__ = ["Comparison", "ExplainResult", "explain", "observed_inputs", "parse_log", "rebuild_command"]
 SNIFF_LINES = 5000
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # a NAME=value environment token (kvplan.engines.cmdline's rule)
 
 
 def _engine(facts: LogFacts) -> Engine:
@@ -113,21 +116,61 @@ def parse_log(path: str) -> LogFacts:
 
 
 def rebuild_command(facts: LogFacts, user_command: Sequence[str] | None, model_config: str | None = None) -> list[str]:
-    """The launch as the log shows it; the user's command fills in what the log does not show."""
+    """The launch as the log shows it; the user's command fills in what the log does not show. Every flag once:
+    a flag both give is set in place to the log's value (``Engine.rewrite``); the engine's ``log_flags`` lead with
+    the environment the log shows the engine read (``NAME=value``), put before the program unless the user's
+    command sets the same variable."""
     from kvplan.engines import split_command
 
     engine = _engine(facts)
-    log_flags = engine.log_flags(facts.args)
+    env, log_flags = _split_env(engine.log_flags(facts.args))
     model = facts.args.get("model_path") or facts.args.get("model") or facts.model or model_config
     if user_command:
         cmd = split_command(list(user_command))
         if model and not any(t in cmd.argv for t in ("--model", "--model-path")) and cmd.program[-1] != "serve":
             log_flags = [engine.model_flag, str(model), *log_flags]
-        return [*cmd.argv, *log_flags]  # later flags win in argparse: the log's values take precedence
+        changes = {**_shown_off(facts.args, engine.flag_table()), **_as_changes(log_flags, engine.flag_table())}
+        merged = shlex.split(engine.rewrite(cmd, changes))
+        return [*(t for t in env if t.split("=", 1)[0] not in cmd.env), *merged]  # the log's values win
     if not model:
         raise KvplanError("the log does not name the model",
                           "add the launch command after --, or pass --model-config")
-    return engine.launch_argv(str(model), log_flags)
+    return [*env, *engine.launch_argv(str(model), log_flags)]
+
+
+def _shown_off(args: Any, table: Sequence[Any]) -> dict[str, str | None]:
+    """Boolean flags the log shows off (``enable_hierarchical_cache=False`` in a ServerArgs dump): removed from the
+    user's command, since the log's values win (a user's ``--enable-hierarchical-cache`` is not what ran)."""
+    kinds = {f.key: f for f in table if f.kind == "bool"}
+    return {kinds[k].name: None for k, v in args.items() if v is False and k in kinds}
+
+
+def _split_env(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(the leading ``NAME=value`` tokens, the flags after them)."""
+    n = 0
+    while n < len(tokens) and _ENV.match(tokens[n]):
+        n += 1
+    return tokens[:n], tokens[n:]
+
+
+def _as_changes(flags: Sequence[str], table: Sequence[Any]) -> dict[str, str | None]:
+    """``--flag value`` / bare boolean tokens as ``Engine.rewrite``'s changes ("" sets a boolean); an empty value
+    is left out (``rewrite`` would read it as a boolean)."""
+    kinds = {n: f.kind for f in table for n in (f.name, *f.aliases)}
+    out: dict[str, str | None] = {}
+    i = 0
+    while i < len(flags):
+        name = flags[i]
+        takes_value = kinds.get(name, "str") != "bool" and i + 1 < len(flags) and (
+            name in kinds or not flags[i + 1].startswith("--"))
+        if not takes_value:
+            out[name] = ""
+            i += 1
+            continue
+        if flags[i + 1] != "":
+            out[name] = flags[i + 1]
+        i += 2
+    return out
 
 
 def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> ExplainResult:
@@ -148,17 +191,58 @@ def explain(path: str, command: Sequence[str] | None = None, **options: Any) -> 
     gpu_given = bool(opts.get("gpu") or opts.get("gpu_mem_mib"))
     log_gpu = gpu_from_log(engine, facts, opts, missing)
     missing += engine.explain_notes(facts, version, not vsrc.startswith("not printed"), command)
+    checked = {k: v for k, v in opts.items() if v is not None}
     try:
-        result = api.check(argv, engine_version=version, **{k: v for k, v in opts.items() if v is not None})
+        result = api.check(argv, engine_version=version, **checked)
     except KvplanError as e:
         res = ExplainResult(facts, facts.engine or "?", version, vsrc, " ".join(argv), None, [], missing,
                             why_unplanned(str(e), lacking, gpu_given or log_gpu is not None))
         res.log_gpu = log_gpu
         return res
+    result = contradicted_by_log(engine, facts, result, argv,
+                                 lambda text: _plan_and_findings(text, engine_version=version, **checked))
     res = ExplainResult(facts, facts.engine or "?", version, vsrc, result.plan.command, result, [], missing)
     res.log_gpu = log_gpu
     res.comparisons = engine.compare(facts, result.plan)
     return res
+
+
+def contradicted_by_log(engine: Engine, facts: LogFacts, result: CheckResult, argv: Sequence[str],
+                        recheck: Callable[[str], tuple[Plan, Sequence[Finding]]]) -> CheckResult:
+    """The check of the log's own launch, with the errors the log itself contradicts reported as info.
+
+    The log is of a server that already started: when it shows the KV pool allocated (``Engine.observed_kv_tokens``
+    > 0) and no error line, an error among the engine's ``startup_refusals`` (the engine refuses to start before
+    that pool, or allocates none) did not happen on that log. Each becomes info with a note; when one of them
+    carried a fix, the suggested command is made again from the findings that remain (``kvplan.suggest``, each
+    fixed command checked by ``recheck``, as check does)."""
+    from dataclasses import replace
+
+    tokens = engine.observed_kv_tokens(facts, result.plan)
+    refusals = set(engine.startup_refusals)
+    hit = [f for f in result.findings if f.severity == "error" and f.id in refusals]
+    if not tokens or facts.errors or not hit:
+        return result
+    note = f"the log shows the server started with {tokens:,} KV tokens: not an error on this log"
+    findings = tuple(replace(f, severity="info", message=f"{f.message}; {note}") if f in hit else f
+                     for f in result.findings)
+    out = replace(result, findings=findings)
+    if not any(f.flags for f in hit):
+        return out  # the suggestion did not use them
+    from kvplan.engines import split_command
+    from kvplan.suggest import suggest
+
+    cmd = split_command(list(argv))
+    s = suggest(findings, lambda flags: engine.rewrite(cmd, flags), recheck)
+    return replace(out, suggested_command=s.command, suggested_plan=s.plan, suggested_findings=s.findings,
+                   suggestion_note=s.note)
+
+
+def _plan_and_findings(text: str, **options: Any) -> tuple[Plan, tuple[Finding, ...]]:
+    from kvplan import api
+
+    r = api.check(text, **options)
+    return r.plan, r.findings
 
 
 def _version(facts: LogFacts, engine: Engine, given: str | None) -> tuple[str, str]:

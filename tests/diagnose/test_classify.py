@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.rules import RuleContext, classify
+from kvplan.diagnose.run import diagnose
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import build
 from tests.conftest import corpus_jsonl

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from kvplan.diagnose import http
-from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.metrics import TIMEOUT_S, scrape
+from kvplan.diagnose.run import diagnose
 from kvplan.errors import KvplanError
 from tests.diagnose.hostile import drip, huge, js, nothing, ok, raw, redirect, server
 

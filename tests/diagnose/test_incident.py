@@ -18,7 +18,7 @@ import json
 import pytest
 
 from kvplan.cli.diagnose import add_parser, run
-from kvplan.diagnose.diagnose import diagnose
+from kvplan.diagnose.run import diagnose
 from tests.diagnose.incident_log import CMD, P_GIB, POOL, write_incident_log
 
 HW = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "engine_version": "0.5.9", "host_mem_gib": 449.0}

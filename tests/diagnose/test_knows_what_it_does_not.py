@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pytest
 
 from kvplan.cli.progress import wanted
-from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.metrics import scrape
 from kvplan.diagnose.postprice import step_factor
 from kvplan.diagnose.rules import RuleContext, classify
+from kvplan.diagnose.run import diagnose
 from kvplan.diagnose.stats import Sample
 from kvplan.diagnose.window import build
 from tests.conftest import run_cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kvplan import check
-from kvplan.diagnose.diagnose import diagnose
+from kvplan.diagnose.run import diagnose
 
 VLLM_CMD = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.85 --max-model-len 8192"
 GPU = {"gpu": "h100"}
@@ -38,8 +38,8 @@ def test_vllm_gpu_utilization_steps_are_anchored(tmp_path):
     assert step.kv_tokens == 100_000 + plan["0.88"] - plan["0.85"]  # the plan's delta on the observed pool
     assert "--gpu-memory-utilization 0.88" in step.command
     assert res.lever("fp8 KV").kv_tokens == pytest.approx(200_000, rel=0.01)
-    reps = res.lever("2 replicas")
-    assert "--data-parallel-size 2" in reps.command and reps.replicas == 2
+    reps = res.lever("2 replicas")  # TP1 on the launch's own GPU: a second launch of it, on one more GPU
+    assert reps.command == VLLM_CMD and reps.replicas == 2 and reps.gpus_needed == 2
     avg = res.observed["avg_tokens"]  # usage × pool / running
     assert avg == pytest.approx(0.97 * 100_000 / 30, rel=0.02)
     assert cur.requests == int(100_000 // avg)

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kvplan.diagnose.diagnose import diagnose
 from kvplan.diagnose.metrics import parse_prometheus, scrape
+from kvplan.diagnose.run import diagnose
 from kvplan.errors import KvplanError
 
 KIMI = "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --mem-fraction-static 0.85"

@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from kvplan.diagnose.diagnose import diagnose
+from kvplan.diagnose.run import diagnose
 from tests.integration.vllm_engine import (
     _QUIET_ENV,
     _SCRUB_ENV,

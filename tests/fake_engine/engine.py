@@ -175,8 +175,7 @@ class ToyEngine(Engine):
     def levers(self, inputs: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
         s = inputs.current.settings
         assert isinstance(s, ToySettings)
-        yield LeverSpec("KV ×2", {"--kv-gib": f"{s.kv_gib * 2:g}"}, {"kv_gib": s.kv_gib * 2},
-                        ["twice the KV memory per rank"])
+        yield LeverSpec("KV ×2", {"--kv-gib": f"{s.kv_gib * 2:g}"}, ["twice the KV memory per rank"])
 
 
 ENGINE = ToyEngine()

@@ -2,11 +2,12 @@
 
 The seeds' figures: at --mem-fraction-static 0.85 the pool held 116,171 tokens and the server ran ~850 tok/s with
 ~50 requests running (46-56) and ~100 queued (94-101), token usage 0.85-0.96; after 0.88 + --hicache-size 48 it
-ran 930-1350 tok/s. tests/diagnose/incident_log.py writes that 0.85 log in the engine's formats.
+ran 930-1350 tok/s. tests/journey/seeds_log.py writes that 0.85 log in the engine's formats (its serving lines pair
+the batch with the rate the way an engine does: 46 running -> 780 tok/s, 56 -> 890).
 
 The job: 150 closed-loop clients whose requests "average over 4,000 tokens" (seed 001/004), mostly output (EAGLE-3
 training data: short instructions, long generations). What one request holds in KV on average is its prompt plus
-half its output; the log's own numbers fix it: #token / #running = ~2,000 tokens. A 250-token prompt and a
+half its output; the log's own numbers fix it: #token / #running = ~2,040 tokens. A 250-token prompt and a
 3,800-token output (± 30 %) hold 250 + 3,800 × (1 + 0.3²/3) / 2 ≈ 2,210 tokens in flight, within 10 % of the
 log's. (The issue's "~1,000 + ~4,000" would hold ~3,000: no more than 0.96 × 116,171 / 3,000 = 37 requests could
 run, not the 46-56 the server showed; the simulation says so, see test_a_workload_that_is_not_the_logs_is_flagged.)
@@ -20,7 +21,8 @@ from kvplan.simulate.run import run_simulation
 from kvplan.simulate.session import prepare
 from kvplan.simulate.tune import tune
 from kvplan.simulate.workload.generate import generated
-from tests.diagnose.incident_log import CMD, write_incident_log
+from tests.journey.seeds_log import LAUNCH as CMD
+from tests.journey.seeds_log import write
 
 HW = {"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "host_mem_gib": 449.0, "engine_version": "0.5.9"}
 FIX = CMD.replace("--mem-fraction-static 0.85", "--mem-fraction-static 0.88 --enable-hierarchical-cache "
@@ -35,7 +37,7 @@ def job(prompt: int = 250, output: int = 3800, n: int = N):
 
 @pytest.fixture(scope="module")
 def log(tmp_path_factory):
-    return str(write_incident_log(tmp_path_factory.mktemp("incident") / "sglang_inference.log"))
+    return str(write(tmp_path_factory.mktemp("incident") / "sglang_inference.log"))
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +53,13 @@ def test_calibration_reproduces_the_log(current):
     assert 780 <= res.steady_gen_tps <= 890  # the log: 780-890 tok/s
     assert 46 <= res.running_mean <= 56 and 85 <= res.queued_mean <= 105
     assert 0.8 <= res.kv_usage_mean <= 0.96  # over the whole job, its ramp-down included
-    assert ses.workload_check(res) is None  # the workload holds what the log held per request
+    note = ses.workload_check(res)  # the workload holds about what the log held per request (within 25 %)
+    assert note is None or "not the log's" not in note
 
 
 def test_the_fix_is_predicted_inside_the_seeds_range(log):
     ses = prepare(FIX, HW, log)
-    assert ses.inputs.kv_tokens == pytest.approx(159_022, abs=2)  # 116,171 + 0.03 × 93.48 GiB / 70,272 B
+    assert ses.inputs.kv_tokens == pytest.approx(159_017, abs=2)  # 116,171 + 0.03 × 93.47 GiB / 70,272 B
     assert ses.inputs.host_kv_tokens > 0
     res = run_simulation(ses.inputs, job(), ses.model_for(ses.inputs))
     print(f"0.88 + 48 GB: {res.steady_gen_tps:.0f} tok/s steady, {res.running_mean:.0f} running")
@@ -94,5 +97,7 @@ def test_tune_ranks_dp_attention_and_the_fraction_step_above_hicache(log, curren
     assert any("0.91 and above: gpu-headroom-low" in n for n in res.notes)
     assert all(not c.refused and "gpu-headroom-low" not in c.warnings for c in res.ranked)
     assert "--mem-fraction-static" in dp.flags and "--max-running-requests" in dp.flags
-    # TP8 twice on the 8 GPUs given: the candidate says it needs 16
-    assert by["2 replicas"].gpus_needed == 16 and dp.gpus_needed is None
+    # TP8 twice on the 8 GPUs given: simulated, not ranked, and it says it needs 16
+    apart = {c.name: c for c in res.more_gpus}
+    assert "2 replicas" not in by and apart["2 replicas"].gpus_needed == 16 and dp.gpus_needed is None
+    assert all(c.gpus_needed is None for c in res.ranked)

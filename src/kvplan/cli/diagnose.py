@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace, command: Sequence[str] | None = None,
         parser: argparse.ArgumentParser | None = None) -> int:
     from kvplan.cli.options import plan_options
-    from kvplan.diagnose.diagnose import diagnose
+    from kvplan.diagnose.run import diagnose
     from kvplan.errors import KvplanError
     from kvplan.report.html import cli as html_cli
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
         raise KvplanError("give the launch command once: --launch-command or after --")
     cmd = shlex.split(args.launch_command) if args.launch_command else (list(command) if command else None)
     from kvplan.cli.progress import sampling_bar, wanted
-    from kvplan.diagnose.diagnose import URL_WINDOW_S
+    from kvplan.diagnose.run import URL_WINDOW_S
 
     opts = plan_options(args)
     with sampling_bar(args.window or URL_WINDOW_S, bool(args.url) and wanted(args.json)) as update:

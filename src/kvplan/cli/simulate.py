@@ -55,6 +55,20 @@ def launch_options(args: argparse.Namespace, command: Sequence[str] | None) -> d
     return {k: v for k, v in plan_options(args).items() if v is not None and k != "avg_tokens"}
 
 
+def log_workload(ses: Any, values: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """With --calibrate and no complete workload (no --workload, and not all of --requests/--prompt-len/--output-len),
+    the workload the log shows fills in what is not given; returns (the values, the note saying what was inferred)."""
+    if ses.anchor is None or values.get("workload") or all(values.get(k) for k in ("requests", "prompt_len",
+                                                                                  "output_len")):
+        return values, None
+    lw = ses.inferred_workload()
+    if lw is None:
+        return values, None
+    given = {k for k, v in values.items() if v is not None and k in lw.values()}
+    out = {**values, **{k: v for k, v in lw.values().items() if values.get(k) is None}}
+    return out, lw.note({f"--{k.replace('_', '-')}" for k in given})
+
+
 def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.ArgumentParser | None = None) -> int:
     from dataclasses import replace
 
@@ -64,10 +78,11 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    w = workload_from(workload_values(a))
     ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    values, inferred = log_workload(ses, workload_values(a))
+    w = workload_from(values)
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
-    more = tuple(n for n in (ses.workload_check(res), ses.coverage_check(res)) if n)
+    more = tuple(n for n in (ses.check_note(), inferred, ses.workload_check(res), ses.coverage_check(res)) if n)
     if more:
         res = replace(res, notes=(*res.notes, *more))
     if a.json:

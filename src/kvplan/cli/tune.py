@@ -37,8 +37,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 
 def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.ArgumentParser | None = None) -> int:
+    from dataclasses import replace
+
     from kvplan.cli.options import workload_values
-    from kvplan.cli.simulate import launch_options
+    from kvplan.cli.simulate import launch_options, log_workload
     from kvplan.simulate.launch import LaunchInputs
     from kvplan.simulate.result import SimResult
     from kvplan.simulate.run import run_simulation
@@ -47,14 +49,17 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    w = workload_from(workload_values(a), TUNE_MAX_REQUESTS)
     ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    values, inferred = log_workload(ses, workload_values(a))
+    w = workload_from(values, TUNE_MAX_REQUESTS)
 
     def sim(inputs: LaunchInputs) -> SimResult:
         return run_simulation(inputs, w, ses.model_for(inputs), a.router, a.host_bw_gbps)
 
     if a.json:
         res = tune(ses.inputs, sim)
+        if inferred:
+            res = replace(res, notes=(inferred, *res.notes))
         d = res.to_dict()
         d["calibration"] = ses.fit.to_dict(max_rows=0) if ses.fit else None
         print(json.dumps(d, indent=2))
@@ -72,5 +77,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
             bar.update(task, description=name, total=total, advance=1)
 
         res = tune(ses.inputs, sim, tick)
+    if inferred:
+        res = replace(res, notes=(inferred, *res.notes))
     render_tune(res, ses.fit, a.top)
     return 0

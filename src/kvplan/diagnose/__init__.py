@@ -2,7 +2,8 @@
 
 stats (log lines -> samples, each engine's serving dialect) · metrics (HTTP -> samples) · window (samples ->
 signals) · rules/ (signals -> bottleneck) · context (the launch, planned) · levers (Plans of the engine's lever
-specs, anchored on the observed pool) · diagnose (orchestration, JSON) · report (Rich); the command line is
+specs, anchored on the observed pool) · run (orchestration, JSON; not named ``diagnose``, which would shadow this
+function once imported) · report (Rich); the command line is
 kvplan.cli.diagnose.
 """
 
@@ -12,8 +13,8 @@ from typing import Any
 
 
 def diagnose(*args: Any, **kwargs: Any) -> Any:
-    """See kvplan.diagnose.diagnose.diagnose."""
-    from kvplan.diagnose.diagnose import diagnose as _diagnose
+    """See kvplan.diagnose.run.diagnose."""
+    from kvplan.diagnose.run import diagnose as _diagnose
 
     return _diagnose(*args, **kwargs)
 

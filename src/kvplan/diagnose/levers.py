@@ -1,17 +1,19 @@
-"""Levers priced in the server's own numbers, with the same engine model as ``kvplan check``.
+"""Levers priced in the server's own numbers, with the one evaluation of a launch ``kvplan check`` makes.
 
-A lever is a Plan of a modified launch (``engine.replan``), never a second formula. Its KV figure is anchored on
-the pool the server reported: the plan's error for the current launch, in bytes per rank, carries over to the
-lever, so ``tokens(lever) = plan(lever) + (observed - plan(current)) × cell(current) / cell(lever)``. With an
-unchanged cell this is ``observed + plan(lever) - plan(current)``: SGLang 0.85 -> 0.88 adds exactly 3 % of the
-free-memory baseline P divided by the bytes per token. ``kv_tokens`` is per replica (summed over DP-attention
-groups); ``requests`` and ``expected_gen_tps`` count every replica the lever runs.
+The launch the server runs (``running``: rebuilt from its log or info, or the command given) is what the window
+measured; the launch the levers rewrite (``base``) is the launch the user gives (``--launch-command``, else the
+running one), repaired as ``check`` repairs it (every error's fix applied: ``Evaluation.repaired``). A lever is a
+rewrite of ``base`` evaluated like any launch (plan and findings: ``kvplan.evaluation``), never a second formula, and
+its KV figure is anchored on the pool the server reported for the running launch
+(``kvplan.evaluation.anchored_tokens``). ``kv_tokens`` is per replica (summed over DP-attention groups);
+``requests`` and ``expected_gen_tps`` count every replica the lever runs.
 
-Every lever is priced only where ``check`` finds it safe (``Pricing.unsafe``: no error finding and none of the
-engine's ``headroom_findings``, SGLang's gpu-headroom-low): the fraction steps stop there, DP attention is priced at
-its own largest check-safe fraction, and each says which value it was priced at. A lever that runs on more GPUs than
-the cluster given (``2 replicas`` of TP8 on 8 GPUs) says how many it needs (``gpus_needed``), and its figures are
-what those GPUs would add, not a free gain.
+Every lever is priced only where ``check`` finds it safe (no error finding and none of the engine's
+``headroom_findings``, SGLang's gpu-headroom-low): the fraction steps stop there, DP attention is priced at its own
+largest check-safe fraction, and each says which value it was priced at. A lever that runs on more GPUs than the
+cluster given (``2 replicas`` of TP8 on 8 GPUs) says how many it needs (``gpus_needed``), and its figures are what
+those GPUs would add, not a free gain. When the given launch fails check, a ``repaired`` row says so and every lever
+starts from the repaired launch; when it cannot be repaired, no lever is priced.
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from typing import Any
 
 from kvplan.diagnose.window import Window
 from kvplan.engines.base import Engine
-from kvplan.engines.cmdline import LaunchCommand
 from kvplan.engines.levers import LeverSpec
-from kvplan.options import PlanOptions
+from kvplan.evaluation import Evaluation, WhatIfs, anchored_tokens
 from kvplan.result import Plan
 
 
@@ -52,90 +53,39 @@ class Lever:
 
 
 @dataclass
-class Pricing:
-    """Everything a lever needs: the engine model, the launch, and what the server showed."""
+class Pricing(WhatIfs):
+    """Everything a lever needs: the launch the levers rewrite (``base``, repaired), the launch the server runs
+    (``running``) and what the server showed over the window."""
 
-    engine: Engine
-    cmd: LaunchCommand
-    options: PlanOptions
-    current: Plan
-    window: Window
-    observed_tokens: int | None  # SGLang: per DP group (max_total_num_tokens); vLLM: per engine
-    avg_tokens: float | None
-    command_known: bool
+    running: Evaluation | None = None  # the launch the window measured (None: the same as base)
+    given: Evaluation | None = None  # the launch the user gave, before its repair (None: base)
+    window: Window = field(default_factory=lambda: Window(None))
+    observed_tokens: int | None = None  # SGLang: per DP group (max_total_num_tokens); vLLM: per engine
+    avg_tokens: float | None = None
+    command_known: bool = False
     max_running: int | None = None  # observed cap of the replica (summed over DP groups)
-    host_known: bool = False
     bottleneck: str = "unknown"
-    graph_gib: float | None = None  # SGLang "Capture cuda graph end ... mem usage" per rank, from the log
-    # what-if Plans and their findings, by the changes they were made with: a lever's safety search, its pricing and
-    # its findings ask for the same Plan (Plans are frozen)
-    _plans: dict[str, Plan] = field(default_factory=dict, repr=False)
-    _found: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
-    def replan(self, **changes: Any) -> Plan:
-        key = repr(sorted(changes.items()))
-        if key not in self._plans:
-            self._plans[key] = self.engine.replan(self.cmd, self.options, **changes)
-        return self._plans[key]
-
-    @property
-    def running_max(self) -> int | None:
-        return self.window.running_max
-
-    @property
-    def inflight_max(self) -> int | None:
+    def __post_init__(self) -> None:
         w = self.window
-        if w.running_max is None:
-            return None
-        return w.running_max + (w.queued_max or 0)
+        self.running_max_seen = w.running_max
+        self.inflight_max_seen = None if w.running_max is None else w.running_max + (w.queued_max or 0)
 
-    def findings(self, plan: Plan, changes: dict[str, Any]) -> list[str]:
-        key = repr(sorted(changes.items()))
-        if plan is not self._plans.get(key):
-            return _findings(self, plan, changes)
-        if key not in self._found:
-            self._found[key] = _findings(self, plan, changes)
-        return list(self._found[key])
+    @property
+    def engine(self) -> Engine:
+        return self.base.engine
 
-    def unsafe(self, plan: Plan, changes: dict[str, Any]) -> str | None:
-        """The first finding of the lever's plan that makes it unsafe: an error, or one of the engine's
-        ``headroom_findings`` (SGLang: gpu-headroom-low, a warning); None when check finds it safe."""
-        return first_unsafe(self.engine, self.findings(plan, changes))
+    @property
+    def server(self) -> Evaluation:
+        return self.running or self.base
 
     def rank_tokens(self, plan: Plan) -> int:
         """Tokens of one pool, as the engine's log counts them (SGLang: per rank = per DP group; vLLM: the engine),
-        anchored on the observed pool."""
-        return anchored_tokens(self.engine, plan, self.current, self.observed_tokens)
+        anchored on the pool the server reported for the launch it runs."""
+        return anchored_tokens(self.engine, plan, self.server.plan, self.observed_tokens)
 
     def groups(self, plan: Plan) -> int:
         return max(1, plan.per_replica.dp_groups)
-
-
-def anchored_tokens(engine: Engine, plan: Plan, current: Plan, observed_tokens: int | None) -> int:
-    """Tokens of one pool of ``plan`` as ``engine``'s log counts them, anchored on the pool the server reported for
-    ``current`` (None: the plan's own figure): ``plan + (observed - plan(current)) × cell(current) / cell(plan)``."""
-    mine = engine.logged_kv_tokens(plan)
-    if observed_tokens is None:
-        return mine
-    ratio = current.per_rank.kv_bytes_per_token / max(1, plan.per_rank.kv_bytes_per_token)
-    return max(0, round(mine + (observed_tokens - engine.logged_kv_tokens(current)) * ratio))
-
-
-def first_unsafe(engine: Engine, findings: list[str]) -> str | None:
-    """Of ``findings`` ("id (severity)"), the first error or engine headroom finding."""
-    for f in findings:
-        if f.endswith("(error)") or f.split(" ", 1)[0] in engine.headroom_findings:
-            return f
-    return None
-
-
-def _findings(p: Pricing, plan: Plan, changes: dict[str, Any]) -> list[str]:
-    from kvplan.findings import Context, run_rules
-
-    def replan(**more: Any) -> Plan:
-        return p.replan(**{**changes, **more})
-
-    return [f"{f.id} ({f.severity})" for f in run_rules(Context(plan, replan)) if f.severity in ("error", "warning")]
 
 
 def _rate_model(w: Window) -> Callable[[float], float] | None:
@@ -181,39 +131,38 @@ def expected_tps(p: Pricing, kv_ratio: float, replicas: int, mrr_total: int | No
     return total * replicas, basis
 
 
-def _lever(p: Pricing, spec: LeverSpec, plan: Plan | None = None) -> Lever:
-    plan = plan or (p.current if spec.changes is None else p.replan(**spec.changes))
-    cur_total = p.rank_tokens(p.current) * p.groups(p.current)
+def _lever(p: Pricing, spec: LeverSpec, ev: Evaluation | None = None) -> Lever:
+    """``spec`` priced: its rewrite of the base launch (or ``ev``, a launch of its own), anchored on the server."""
+    ev = ev or p.base.rewrite(spec.flags)
+    plan, server = ev.plan, p.server.plan
+    cur_total = p.rank_tokens(server) * p.groups(server)
     kv = cur_total if spec.same_pool else p.rank_tokens(plan) * p.groups(plan)
+    copies = max(1, plan.per_replica.replicas) * spec.replicas // max(1, server.per_replica.replicas)
     mrr = plan.per_replica.max_running_requests or None
-    if p.max_running and plan.per_replica.max_running_requests == p.current.per_replica.max_running_requests:
+    if p.max_running and plan.per_replica.max_running_requests == server.per_replica.max_running_requests:
         mrr = p.max_running  # the cap the server itself reported
-    req = _requests(p, kv, mrr, spec.replicas)
-    tps, basis = expected_tps(p, kv / cur_total if cur_total else 1.0, spec.replicas,
-                              mrr * spec.replicas if mrr else None)
+    req = _requests(p, kv, mrr, copies)
+    tps, basis = expected_tps(p, kv / cur_total if cur_total else 1.0, copies, mrr * copies if mrr else None)
     change = " ".join(k if v == "" else f"{k}={v}" if not k.startswith("-") else f"{k} {v}"
                       for k, v in spec.flags.items() if v is not None)
-    cmd = None
-    if p.command_known:
-        cmd = p.engine.rewrite(p.cmd, spec.flags) if spec.flags else p.cmd.text()
-    lev = Lever(spec.name, change, kv, req, tps, basis, cmd, spec.replicas, notes=list(spec.notes))
-    lev.kv_delta_pct = (kv * spec.replicas / cur_total - 1) * 100 if cur_total else None
+    lev = Lever(spec.name, change, kv, req, tps, basis, ev.text if p.command_known else None, copies,
+                notes=list(spec.notes))
+    lev.kv_delta_pct = (kv * copies / cur_total - 1) * 100 if cur_total else None
     need, have = _gpus(plan, spec.replicas)
     if need > have:
         lev.gpus_needed = need
         c = plan.cluster
-        lev.notes.insert(0, f"needs {need} GPUs ({spec.replicas} × {need // spec.replicas}); the cluster has {have} "
-                         f"({c.gpus_per_node} per node × {c.nodes} node(s); without --gpus-per-node, the launch's "
-                         f"own): the figures are what {need - have} more GPU(s) would add, not a free gain")
-    if spec.changes or spec.name == "current":
-        lev.findings = _findings(p, plan, spec.changes or {})
+        lev.notes.insert(0, f"needs {need} GPUs; the cluster has {have} ({c.gpus_per_node} per node × {c.nodes} "
+                         f"node(s); without --gpus-per-node, the launch's own): the figures are what {need - have} "
+                         "more GPU(s) would add, not a free gain")
+    lev.findings = ev.labels()
     return lev
 
 
-def _gpus(plan: Plan, replicas: int) -> tuple[int, int]:
-    """(GPUs the lever's launch runs on, GPUs of the cluster given)."""
+def _gpus(plan: Plan, copies: int) -> tuple[int, int]:
+    """(GPUs the lever runs on: ``copies`` launches of ``plan``, GPUs of the cluster given)."""
     per_copy = plan.per_replica.ranks * max(1, plan.per_replica.replicas)
-    return per_copy * replicas, plan.cluster.gpus_per_node * plan.cluster.nodes
+    return per_copy * copies, plan.cluster.gpus_per_node * plan.cluster.nodes
 
 
 def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int | None:
@@ -223,16 +172,45 @@ def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int
     return (min(fit, mrr) if mrr else fit) * replicas
 
 
+def _same_launch(a: Plan, b: Plan) -> bool:
+    """Two plans that allocate the same (the given command and the log's rebuilt one, written differently)."""
+    return (a.per_rank.to_dict(), a.per_node.to_dict(), a.per_replica.to_dict()) == (
+        b.per_rank.to_dict(), b.per_node.to_dict(), b.per_replica.to_dict())
+
+
 def price(p: Pricing) -> tuple[list[Lever], list[str]]:
-    """``current`` first, then every lever the engine has; the second list says what could not be priced."""
+    """``current`` (the server as it runs) first; then the launch the levers start from when it is not the running
+    one (the given launch, or its repair when it fails check); then every lever the engine has, each a rewrite of it.
+    The second list says what could not be priced."""
     note = ("the launch as it runs; KV as the server reported it" if p.observed_tokens is not None else
             "KV from kvplan's plan: the server did not report its pool")
-    levers = [_lever(p, LeverSpec("current", {}, None, [note]))]
+    given = p.given or p.base
+    cur = _lever(p, LeverSpec("current", {}, [note]), p.server)
+    if cur.command is not None and p.running is not None and _same_launch(given.plan, p.running.plan):
+        cur.command = given.text  # the launch as the user spells it
+    levers = [cur]
     skipped: list[str] = []
+    if given.errors:
+        repair = given.repair_note()
+        if given is not p.base:  # repaired: every lever starts from the fixed launch
+            levers.append(_lever(p, LeverSpec("repaired", {}, [f"the given launch {repair}; every lever below "
+                                                               "starts from it"]), p.base))
+        else:
+            skipped.append(f"no lever is priced: the given launch {repair}")
+            return levers, skipped
+    elif p.running is not None and not _same_launch(p.base.plan, p.running.plan):
+        levers.append(_lever(p, LeverSpec("given launch", {}, ["the launch given with --launch-command (not the "
+                                                               "one the server runs); every lever below starts "
+                                                               "from it"]), p.base))
     try:
         for spec in p.engine.levers(p, skipped):
             try:
-                levers.append(_lever(p, spec))
+                ev = p.base.rewrite(spec.flags)
+                bad = ev.unsafe()
+                if bad is not None and not ev.placement_only():  # one rule: a lever check refuses is no lever
+                    skipped.append(f"{spec.name}: {bad} (not check-safe)")
+                    continue
+                levers.append(_lever(p, spec, ev))
             except Exception as e:  # noqa: BLE001 - one lever that cannot be planned does not stop the others
                 skipped.append(f"{spec.name}: {e}")
     except Exception as e:  # noqa: BLE001

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.diagnose.diagnose import DiagnoseResult
+from kvplan.diagnose.run import DiagnoseResult
 
 STYLE = {"kv-capacity": "bold white on red", "host-tier": "bold white on red", "prefix-miss": "bold black on yellow",
          "compute-bound": "bold black on yellow", "running-cap": "bold black on yellow",
@@ -51,7 +51,8 @@ def render(res: DiagnoseResult, console: Any = None) -> None:
     if cmds:
         con.print("\n[bold]fixed launch commands[/]")
         for lv in cmds:
-            con.print(f"[cyan]{lv.name}[/]: {lv.command}", soft_wrap=True, highlight=False)
+            where = f" (×{lv.replicas}, on {lv.gpus_needed} GPUs)" if lv.gpus_needed else ""
+            con.print(f"[cyan]{lv.name}[/]{where}: {lv.command}", soft_wrap=True, highlight=False)
     elif res.levers:
         con.print("[dim]no launch command known: pass --launch-command to get the fixed commands[/]")
     for n in res.notes:

@@ -78,6 +78,9 @@ class Engine(ABC):
     # errors that only say the launch needs more GPUs per node than the cluster has: kvplan tune reports such a
     # candidate with the GPUs it needs instead of refusing it
     placement_findings: ClassVar[tuple[str, ...]] = ()
+    # errors that say the engine refuses to start before its KV pool is allocated, or allocates none: a log that
+    # shows the pool allocated contradicts them (kvplan explain reports them as info on that log)
+    startup_refusals: ClassVar[tuple[str, ...]] = ()
 
     # ---- a launch ----
     def matches(self, cmd: LaunchCommand) -> bool:
@@ -93,8 +96,46 @@ class Engine(ABC):
         """What every rank, node and replica of this launch allocates (``args``: already parsed, maybe changed)."""
 
     def replan(self, cmd: LaunchCommand, options: PlanOptions, **changes: Any) -> Plan:
-        """The same launch with some parsed-args fields changed: levers and what-ifs are Plans, not formulas."""
-        return self.plan(cmd, options, replace(self.parse(cmd), **changes))
+        """The same launch with some parsed-args fields changed: levers and what-ifs are Plans, not formulas.
+
+        A measured weights figure (``options.weights_gib``: a log's "Load weight end ... mem usage", or
+        ``--weights-gib``) anchors its own launch only. When the changes move the engine model's own weights
+        estimate (DP attention keeps the attention block whole on every rank; another TP, PP or EP size splits the
+        checkpoint differently), the what-if moves from the measured figure by the model's difference, both model
+        figures planned with ``weights_gib=None`` (per rank, the heaviest stage)::
+
+            weights(what-if) = observed + (model(what-if) − model(current))
+
+        When the changes leave the model's estimate unchanged (a fraction, a host tier, a context length), or the
+        model cannot estimate the weights without the measured figure, the measured figure is kept exactly."""
+        args = self.parse(cmd)
+        what_if = replace(args, **changes)
+        if options.weights_gib is None or what_if == args:
+            return self.plan(cmd, options, what_if)
+        weights = self._moved_weights(cmd, options, args, what_if)
+        if weights is None:
+            return self.plan(cmd, options, what_if)
+        p = self.plan(cmd, replace(options, weights_gib=weights[0]), what_if)
+        return replace(p, assumptions=(*p.assumptions, weights[1]))
+
+    def _moved_weights(self, cmd: LaunchCommand, options: PlanOptions, args: Any,
+                       what_if: Any) -> tuple[float, str] | None:
+        """(the what-if's weights in GiB per rank, the note saying how) for ``replan``; None: keep the measured."""
+        observed = options.weights_gib
+        if observed is None:
+            return None
+        free = replace(options, weights_gib=None)
+        try:
+            now = self.plan(cmd, free, args).per_rank.weights_bytes
+            then = self.plan(cmd, free, what_if).per_rank.weights_bytes
+        except KvplanError:
+            return None
+        if now == then:
+            return None
+        moved = max(0.0, observed + (then - now) / 2**30)
+        note = (f"weights {moved:.2f} GiB per rank in this what-if: the measured {observed:.2f} GiB of the launch "
+                f"+ the model's difference {(then - now) / 2**30:+.2f} GiB ({then / 2**30:.2f} − {now / 2**30:.2f})")
+        return moved, note
 
     def default_version(self) -> tuple[str, str]:
         """(version, where it came from) when no --engine-version is given: the installed engine, else the newest

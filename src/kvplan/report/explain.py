@@ -48,5 +48,6 @@ def render_explain(res: ExplainResult, console: Any = None) -> None:
     for e in f.errors[:5]:
         con.print(f"[red]log error:[/] {e}")
     if res.check is not None:
-        for fd in res.check.findings:
-            con.print(f"[bold]{fd.severity.upper()}[/] {fd.id}: {fd.message}")
+        from kvplan.report.human import render_findings
+
+        render_findings(res.check, con)  # as check prints them: fix lines, the suggested command

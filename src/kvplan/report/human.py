@@ -66,6 +66,15 @@ def render(result: CheckResult, console: Any = None) -> None:
         t.add_row("replicas in this launch (--dp)", f"{rep.replicas}")
     con.print(t)
 
+    render_findings(result, con)
+    for a in p.assumptions:
+        con.print(f"[dim]· {a}[/]")
+    con.print(f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]")
+
+
+def render_findings(result: CheckResult, con: Any) -> None:
+    """Each finding with its fix line, then the suggested command (or why none passes): check's report, which
+    ``kvplan explain`` prints the same way for the launch it rebuilt."""
     for f in result.findings:
         con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
         con.print(f"         [green]fix:[/] {f.fix}")
@@ -78,6 +87,3 @@ def render(result: CheckResult, console: Any = None) -> None:
                       f"{fmt_host(sp.per_node.host_kv_bytes)} per node[/]")
     if result.suggestion_note:
         con.print(f"\n[bold]no suggested command[/]: {result.suggestion_note}")
-    for a in p.assumptions:
-        con.print(f"[dim]· {a}[/]")
-    con.print(f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]")

@@ -53,6 +53,8 @@ class LaunchInputs:
     cmd: Any = field(repr=False, compare=False)
     options: dict = field(default_factory=dict, repr=False, compare=False)
     findings: tuple = ()
+    evaluation: Any = field(default=None, repr=False, compare=False)  # kvplan.evaluation.Evaluation of the launch
+    anchor: Any = field(default=None, repr=False, compare=False)  # (Plan of the log's launch, its observed pool)
 
     @property
     def instances(self) -> int:
@@ -92,27 +94,18 @@ def read_anchor(path: str) -> LogAnchor:
                      int(interval) if isinstance(interval, (int, float)) and interval > 0 else 40)
 
 
-def _anchored(plan: Any, current: Any, observed: int | None) -> int:
-    """Tokens of one scheduler's pool, anchored on the observed pool of ``current`` (diagnose's rule)."""
-    from kvplan.diagnose.levers import anchored_tokens
-    from kvplan.engines import get_engine
-
-    if observed is None:
-        return int(plan.per_replica.kv_tokens // max(1, plan.per_replica.dp_groups))
-    return anchored_tokens(get_engine(plan.engine), plan, current, observed)
-
-
-def inputs_from_plan(result: Any, cmd: Any, options: dict, current: Any | None = None,
-                     observed: int | None = None) -> LaunchInputs:
+def inputs_from(ev: Any, options: dict, anchor: tuple[Any, int] | None = None) -> LaunchInputs:
+    """LaunchInputs of an Evaluation; ``anchor``: (the Plan of the launch a log came from, the pool it reported)."""
+    from kvplan.evaluation import anchored_tokens
     from kvplan.simulate.policy import policy_for
 
-    plan = result.plan
+    plan = ev.plan
     pol = policy_for(plan.engine)
     groups = max(1, plan.per_replica.dp_groups)
     mine = plan.per_replica.kv_tokens // groups
-    tokens = _anchored(plan, current or plan, observed)
-    src = (f"anchored on the pool the log reported ({observed:,} tokens for the launch it came from)"
-           if observed is not None else "kvplan's plan of the launch")
+    tokens = mine if anchor is None else anchored_tokens(ev.engine, plan, anchor[0], anchor[1])
+    src = (f"anchored on the pool the log reported ({anchor[1]:,} tokens for the launch it came from)"
+           if anchor is not None else "kvplan's plan of the launch")
     return LaunchInputs(
         engine=plan.engine, engine_version=plan.engine_version, command=plan.command, kv_tokens=max(0, tokens),
         kv_tokens_plan=mine, kv_source=src, kv_bytes_per_token=plan.per_rank.kv_bytes_per_token,
@@ -120,8 +113,8 @@ def inputs_from_plan(result: Any, cmd: Any, options: dict, current: Any | None =
         max_running_requests=max(1, plan.per_replica.max_running_requests // groups), dp_groups=groups,
         replicas=max(1, plan.per_replica.replicas), host_kv_tokens=plan.per_rank.host_kv_tokens,
         gpu=plan.cluster.gpu, model_path=getattr(plan.settings, "model_path", None),
-        knobs=pol.knobs(plan, cmd), plan=plan, cmd=cmd, options=dict(options),
-        findings=tuple(f for f in result.findings))
+        knobs=pol.knobs(plan, ev.cmd), plan=plan, cmd=ev.cmd, options=dict(options),
+        findings=tuple(ev.findings), evaluation=ev, anchor=anchor)
 
 
 def _options(options: dict, anchor: LogAnchor | None) -> dict:
@@ -136,35 +129,30 @@ def _options(options: dict, anchor: LogAnchor | None) -> dict:
 
 def plan_launch(command: Any, options: dict, anchor: LogAnchor | None = None,
                 log_launch: LaunchInputs | None = None) -> LaunchInputs:
-    """``kvplan.check`` of the command with the hardware options (and what the log measured). With ``log_launch``
-    (the launch the log came from, already anchored) the pool is anchored relative to it."""
-    from kvplan.api import check
-    from kvplan.engines import split_command
+    """The one evaluation of the command with the hardware options (and what the log measured). Its pool is anchored
+    on the pool the log reported: for the launch the log came from (``log_launch``, already evaluated) when given,
+    else for this very launch (the log is taken to be its own)."""
+    from kvplan.api import evaluate_command
 
     opts = _options(options, anchor)
-    cmd = split_command(command)
-    result = check(command, **opts)
+    ev = evaluate_command(command, **opts)
     if log_launch is not None:
-        return inputs_from_plan(result, cmd, opts, log_launch.plan, log_launch.kv_tokens
-                                if log_launch.kv_tokens != log_launch.kv_tokens_plan else None)
+        return inputs_from(ev, opts, log_launch.anchor)
     observed = anchor.observed_tokens if anchor is not None else None
-    return inputs_from_plan(result, cmd, opts, None, observed)
+    return inputs_from(ev, opts, (ev.plan, observed) if observed is not None else None)
 
 
-def rewrite(base: LaunchInputs, flags: dict[str, str | None]) -> tuple[LaunchInputs, Any]:
-    """The base launch with ``flags`` changed: a new command, planned by ``check`` (a new Plan, anchored on the
-    base's observed pool). Returns (inputs, the CheckResult) so the caller can refuse error findings."""
-    from kvplan.api import check
-    from kvplan.engines import detect_engine, split_command
+def rewrite(base: LaunchInputs, flags: dict[str, str | None]) -> LaunchInputs:
+    """The base launch with ``flags`` changed: a rewrite evaluated like any launch, anchored as the base is."""
+    return inputs_from(base.evaluation.rewrite(flags), base.options, base.anchor)
 
-    eng = detect_engine(base.cmd)
-    text = eng.rewrite(base.cmd, flags) if flags else base.cmd.text()
-    cmd = split_command(text)
-    result = check(text, **base.options)
-    observed = None
-    if base.kv_tokens != base.kv_tokens_plan:
-        observed = base.kv_tokens  # the base was anchored: carry its correction over
-    return inputs_from_plan(result, cmd, base.options, base.plan, observed), result
+
+def repaired(base: LaunchInputs) -> LaunchInputs | None:
+    """The base launch when check finds no error in it, else check's repaired launch (None: no fix passes)."""
+    rep = base.evaluation.repaired
+    if rep is None:
+        return None
+    return base if rep is base.evaluation else inputs_from(rep, base.options, base.anchor)
 
 
 def with_replicas(inputs: LaunchInputs, replicas: int) -> LaunchInputs:

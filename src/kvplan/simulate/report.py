@@ -94,35 +94,54 @@ def render_tune(res: Any, fit: Any, top: int) -> None:
     from rich.table import Table
 
     c = Console()
+    first = res.ranked[0] if res.current.refused and res.ranked and res.ranked[0].name == "repaired" else res.current
     if fit is not None:
         d = fit.to_dict(max_rows=0)
         c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %)")
         rows = fit.rows
-        if rows and res.current.result is not None:
+        if rows and first.result is not None:
             gen = sum(r.gen_tps for r in rows) / len(rows)
             run = sum(r.running for r in rows) / len(rows)
-            cur = res.current.result
-            c.print(f"calibration point: the log served {gen:,.0f} tok/s with {run:,.0f} running; the current launch "
-                    f"simulated on this workload: {cur.steady_gen_tps or cur.gen_tps:,.0f} tok/s with "
+            cur = first.result
+            c.print(f"calibration point: the log served {gen:,.0f} tok/s with {run:,.0f} running; the {first.name} "
+                    f"launch simulated on this workload: {cur.steady_gen_tps or cur.gen_tps:,.0f} tok/s with "
                     f"{cur.running_mean:,.0f} running")
-    t = Table(title="launches ranked by predicted generation throughput (steady state)")
-    for col in ("", "lever", "gen tok/s", "p99 e2e", "p99 TTFT", "running", "preempted", "KV tokens"):
+    if res.current.refused:
+        c.print(f"[bold red]current launch[/]: {res.current.refused}", highlight=False)
+    t = Table(title="launches ranked by predicted generation throughput (steady state), on the GPUs given")
+    for col in ("", "lever", "gen tok/s", "p99 e2e", "p99 TTFT", "running", "preempted", "KV tokens / replica",
+                "/ rank"):
         t.add_column(col, justify="right" if col not in ("", "lever") else "left")
-    rows = [res.current, *res.ranked[:top]]
-    for i, cand in enumerate(rows):
+    shown = [*([] if res.current.refused else [res.current]), *res.ranked[:top]]
+
+    def row(mark: str, cand: Any) -> None:
         p = cand.to_dict()["predicted"] or {}
-        mark = "now" if i == 0 else str(i)
         tps = p.get("steady_gen_tps") or p.get("gen_tps")
-        t.add_row(mark, cand.name, f"{tps:,.0f}" if tps is not None else "-",
-                  _fmt_s(p.get("e2e_p99_s")), _fmt_s(p.get("ttft_p99_s")), f"{p.get('running_mean', 0):,.0f}",
-                  f"{p.get('preempted_requests', 0):,}", f"{cand.kv_tokens:,}" if cand.kv_tokens else "-")
+        kv = f"{cand.kv_tokens_replica:,}" if cand.kv_tokens_replica else "-"
+        if cand.replicas > 1:
+            kv += f" ×{cand.replicas}"
+        t.add_row(mark, cand.name, f"{tps:,.0f}" if tps is not None else "-", _fmt_s(p.get("e2e_p99_s")),
+                  _fmt_s(p.get("ttft_p99_s")), f"{p.get('running_mean', 0):,.0f}",
+                  f"{p.get('preempted_requests', 0):,}", kv, f"{cand.kv_tokens:,}" if cand.kv_tokens else "-")
+
+    for i, cand in enumerate(shown):
+        row("now" if cand is res.current else str(i if not res.current.refused else i + 1), cand)
     c.print(t)
     for i, cand in enumerate(res.ranked[:top], 1):
-        c.print(f"[bold]{i}. {cand.name}[/bold]: {cand.command}")
-        if cand.gpus_needed:
-            c.print(f"   [yellow]needs {cand.gpus_needed} GPUs: more than the cluster given[/yellow]")
+        c.print(f"[bold]{i}. {cand.name}[/bold]: {cand.command}", soft_wrap=True, highlight=False)
         if cand.note:
             c.print(f"   [dim]{cand.note}[/dim]")
+    if res.more_gpus:
+        m = Table(title="not ranked: they need more GPUs than the cluster given")
+        for col in ("lever", "GPUs needed", "gen tok/s", "running", "KV tokens / replica"):
+            m.add_column(col, justify="left" if col == "lever" else "right")
+        for cand in res.more_gpus:
+            p = cand.to_dict()["predicted"] or {}
+            tps = p.get("steady_gen_tps") or p.get("gen_tps")
+            kv = f"{cand.kv_tokens_replica:,}" + (f" ×{cand.replicas}" if cand.replicas > 1 else "")
+            m.add_row(cand.name, f"{cand.gpus_needed}", f"{tps:,.0f}" if tps is not None else "-",
+                      f"{p.get('running_mean', 0):,.0f}", kv)
+        c.print(m)
     for cand in res.refused:
         c.print(f"[dim]refused by check: {cand.name}: {cand.refused}[/dim]")
     for n in res.notes:

@@ -91,7 +91,8 @@ def build_result(inputs: Any, workload: Any, model: Any, sink: Any, cluster: Any
     _, _, use_m = _means(series)
     run_m = sink.running_area / makespan if makespan else 0.0
     que_m = sink.queued_area / makespan if makespan else 0.0
-    inflight = use_m * inputs.kv_tokens * inputs.instances / run_m if run_m else None
+    # KV tokens held per running request, time-weighted (what the log's #token / #running-req shows)
+    inflight = sink.held_token_area / sink.running_area if sink.running_area else None
     looked = sink.lookup_tokens
     kvb = inputs.kv_bytes_per_token
     host = {"enabled": bool(inputs.host_kv_tokens), "host_kv_tokens_per_instance": inputs.host_kv_tokens,

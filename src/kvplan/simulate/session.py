@@ -19,6 +19,7 @@ from kvplan.simulate.steptime.model import StepModel
 from kvplan.simulate.steptime.prior import roofline_for
 
 WORKLOAD_TOLERANCE = 0.25
+AGREE = 0.05  # a workload within 5 % of the log's KV tokens per running request agrees with it
 STEADY_WEIGHT = 0.5  # a line whose batch was known over its interval (steptime/observe.py: weight 1 when it held)
 BATCH_TOLERANCE = 0.25  # how far outside the log's steady batches a simulated batch is still read as inside
 
@@ -34,14 +35,38 @@ class Session:
 
     def workload_check(self, res: Any) -> str | None:
         """The log's KV tokens per running request vs the simulated workload's: the pool holds as many requests as
-        fit, so a workload whose requests are longer in flight than the log's predicts fewer running."""
+        fit, so a workload whose requests are longer in flight than the log's predicts fewer running. Said whenever
+        they differ by more than ``AGREE`` (the figures follow the workload simulated); past ``WORKLOAD_TOLERANCE``
+        the workload is not the log's."""
         log = self.fit.inflight_tokens if self.fit is not None else None
         sim = res.inflight_tokens_per_request
-        if not log or not sim or abs(sim / log - 1) <= WORKLOAD_TOLERANCE:
+        if not log or not sim or abs(sim / log - 1) <= AGREE:
             return None
-        return (f"the log held {log:,.0f} KV tokens per running request, the simulated workload {sim:,.0f}: its "
-                "requests are not the log's (prompt + half the output is what a request holds on average); "
-                "predictions scale with how many requests fit")
+        diff = f"{sim / log - 1:+.0%}"
+        if abs(sim / log - 1) <= WORKLOAD_TOLERANCE:
+            return (f"the log held {log:,.0f} KV tokens per running request, the simulated workload {sim:,.0f} "
+                    f"({diff}): the figures follow the workload simulated (a pool holds {log / sim:.0%} as many of "
+                    "its requests as of the log's)")
+        return (f"the log held {log:,.0f} KV tokens per running request, the simulated workload {sim:,.0f} ({diff}): "
+                "its requests are not the log's (prompt + half the output is what a request holds on average); the "
+                "figures follow the workload simulated, and scale with how many requests fit")
+
+    def check_note(self) -> str | None:
+        """When the launch fails kvplan check: it would not run as simulated; the repaired launch would."""
+        ev = self.inputs.evaluation
+        if ev is None or not ev.errors:
+            return None
+        return (f"the launch {ev.repair_note()}; simulated as planned, but the engine would not run it so "
+                "(kvplan check says why)")
+
+    def inferred_workload(self) -> Any:
+        """The workload the calibration log shows (kvplan.simulate.workload.from_log), or None."""
+        if self.anchor is None:
+            return None
+        from kvplan.simulate.workload.from_log import infer
+
+        pool = self.calibration_launch.kv_tokens if self.calibration_launch is not None else None
+        return infer(self.anchor.path, pool)
 
     def coverage_check(self, res: Any) -> str | None:
         """The batch the simulation runs per scheduler vs the batches the log's steady lines saw: outside that range

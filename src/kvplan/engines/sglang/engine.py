@@ -51,6 +51,9 @@ class SGLangEngine(Engine):
     scheduler_policy = "kvplan.simulate.policy.sglang_api"  # its scheduler for kvplan simulate / tune
     headroom_findings = ("gpu-headroom-low",)  # levers stop where it starts (findings/gpu_headroom_low.py)
     placement_findings = ("ranks-exceed-node",)  # findings/ranks_exceed_node.py
+    # model_runner.py::init_memory_pool raises when no KV token fits, before it builds the pool whose constructor
+    # logs "KV Cache is allocated. #tokens: N" (mem_cache/memory_pool.py): that line contradicts it
+    startup_refusals = ("kv-pool-empty",)  # findings/kv_pool_empty.py
     newest_version = NEWEST
     model_flag = "--model-path"
     launch_markers = launch.LAUNCH_MARKERS

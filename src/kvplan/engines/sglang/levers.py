@@ -1,7 +1,7 @@
-"""SGLang's levers, as LeverSpecs (flags for the command, SGLangArgs changes for the plan): the static fraction
-raised by 0.03 per step while check finds it safe (no error finding, no gpu-headroom-low); fp8 KV; DP attention for
-MLA models under plain TP at its own largest check-safe fraction; fewer CUDA-graph batch sizes; a second replica;
-HiCache (prefix reuse only).
+"""SGLang's levers, as LeverSpecs (the flags the launch command changes; each rewrite is evaluated like any launch):
+the static fraction raised by 0.03 per step while check finds it safe (no error finding, no gpu-headroom-low); fp8
+KV; DP attention for MLA models under plain TP at its own largest check-safe fraction; fewer CUDA-graph batch sizes;
+a second replica; HiCache (prefix reuse only).
 """
 
 from __future__ import annotations
@@ -25,19 +25,22 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
         return (f"+{x - mfs:.2f} × baseline P {base / GiB:.2f} GiB per rank / {cell:,} B per token = "
                 f"+{add:,.0f} tokens per rank")
 
-    yield from steps(p, "mem_fraction_static", "--mem-fraction-static", "fraction", mfs, skipped, mfs_note)
+    yield from steps(p, "--mem-fraction-static", "fraction", mfs, skipped, mfs_note)
     if "fp8" not in s.kv_cache_dtype:
-        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"}, {"kv_cache_dtype": "fp8_e4m3"},
+        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8_e4m3"},
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
     tp, dp = s.tp_size, s.dp_size
     if cur.model.is_mla and tp > 1 and not s.enable_dp_attention:
         yield from _dp_attention(p, skipped)
     yield from _graphs(p, skipped)
-    two: dict[str, str | None] = {"--dp-size": str(dp * 2)} if not s.enable_dp_attention else {}
-    yield LeverSpec("2 replicas", two, None,
-                    [f"a second copy on {s.world_size} more GPUs"
-                     + (" (one launch with --dp-size; SGLang's router spreads requests)" if two else
-                        " (a second launch behind a router)")], replicas=2)
+    c = cur.cluster
+    if not s.enable_dp_attention and 2 * s.world_size <= c.gpus_per_node * c.nodes:
+        yield LeverSpec("2 replicas", {"--dp-size": str(dp * 2)},
+                        [f"a second copy on {s.world_size} more GPUs (one launch with --dp-size; SGLang's router "
+                         "spreads requests)"])
+    else:
+        yield LeverSpec("2 replicas", {}, [f"a second launch of this command on {s.world_size} more GPUs, behind a "
+                                           "router"], replicas=2)
     if not s.hicache.enabled:
         yield _hicache(p)
 
@@ -54,7 +57,6 @@ def _dp_attention(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
     cur = p.current
     s = sglang_settings(cur)
     tp, mfs = s.tp_size, s.mem_fraction_static
-    changes: dict = {"enable_dp_attention": True, "dp_size": tp}
     flags: dict = {"--enable-dp-attention": "", "--dp-size": str(tp)}
     notes = [f"MLA under plain TP keeps the same KV on all {tp} ranks; with DP attention each rank holds its own "
              f"requests ({tp} pools), attention weights are replicated per rank",
@@ -63,19 +65,19 @@ def _dp_attention(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
     if demand:
         cap = math.ceil(demand * 1.25 / tp) * tp
         if cap < cur.per_replica.max_running_requests:
-            changes["max_running_requests"], flags["--max-running-requests"] = cap, str(cap)
+            flags["--max-running-requests"] = str(cap)
             notes.append(f"--max-running-requests {cap} (1.25 × {demand} in flight at most): {cap // tp} request "
                          f"slots per DP worker, which sizes its req_to_token table")
-    x, above = largest_safe(p, "mem_fraction_static", mfs, changes)
+    x, above = largest_safe(p, "--mem-fraction-static", mfs, flags)
     if x is None:
         skipped.append(f"DP attention: no check-safe --mem-fraction-static from {mfs:.2f} to 0.98 ({above})")
         return
     if x != mfs:
-        changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:.2f}"
+        flags["--mem-fraction-static"] = f"{x:.2f}"
     nxt = f"{x + FINE_STEP:.2f} gives {above}" if above else "the top of the range"
     notes.insert(0, f"priced at --mem-fraction-static {x:.2f}, the largest check-safe fraction with DP attention "
                  f"({nxt})")
-    yield LeverSpec("DP attention", flags, changes, notes)
+    yield LeverSpec("DP attention", flags, notes)
 
 
 def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
@@ -86,7 +88,6 @@ def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
     target = max(8, math.ceil(running_max * 1.25 / 8) * 8)
     if target >= bs:
         return
-    changes: dict = {"cuda_graph_max_bs": target}
     flags: dict = {"--cuda-graph-max-bs": str(target)}
     seen = f"{p.graph_gib:.2f} GiB per rank in the log" if p.graph_gib else f"about {s.cuda_graph_estimate}"
     notes = [f"captures decode graphs up to {target} (from {bs}; {running_max} ran at most); graph memory "
@@ -94,37 +95,34 @@ def _graphs(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
              "unchanged; the memory freed makes a higher fraction safe"]
     if s.mem_fraction_static_source == "--mem-fraction-static":
         try:  # the engine's own default-fraction reserve for both batch sizes
-            d_old = sglang_settings(p.replan(mem_fraction_static=None)).mem_fraction_static
-            d_new = sglang_settings(p.replan(mem_fraction_static=None, cuda_graph_max_bs=target)).mem_fraction_static
+            d_old = sglang_settings(p.plan_of({"--mem-fraction-static": None})).mem_fraction_static
+            d_new = sglang_settings(p.plan_of({"--mem-fraction-static": None, "--cuda-graph-max-bs": str(target)})
+                                    ).mem_fraction_static
         except Exception as e:  # noqa: BLE001
             skipped.append(f"cuda-graph-max-bs fraction credit: {e}")
             d_old = d_new = 0.0
         gain = round(d_new - d_old, 3)
         if gain >= 0.005:
             x = round(s.mem_fraction_static + gain, 3)
-            changes["mem_fraction_static"], flags["--mem-fraction-static"] = x, f"{x:g}"
+            flags["--mem-fraction-static"] = f"{x:g}"
             notes.append(f"SGLang's default reserve shrinks by {gain:.3f} of the GPU with the smaller graphs: "
                          f"the fraction goes up by as much")
         else:
             notes.append("SGLang's default reserve does not change with it on this GPU (its floor applies): "
                          "no KV is credited")
-    yield LeverSpec(f"graphs bs≤{target}", flags, changes, notes)
+    yield LeverSpec(f"graphs bs≤{target}", flags, notes)
 
 
 def _hicache(p: LeverInputs) -> LeverSpec:
-    flags: dict = {"--enable-hierarchical-cache": ""}
-    changes: dict = {"enable_hierarchical_cache": True, "hicache_ratio": 2.0}
+    flags: dict = {"--enable-hierarchical-cache": "", "--hicache-ratio": "2"}
     size = None
     if p.host_known:
-        host_fix = p.replan(**changes).settings.host_fix
+        host_fix = p.plan_of(flags).settings.host_fix
         size = host_fix.flags.get("--hicache-size") if host_fix else None
     if size:
         flags.update({"--hicache-size": size, "--hicache-ratio": None})
-        changes = {"enable_hierarchical_cache": True, "hicache_size": float(size)}
-    else:
-        flags["--hicache-ratio"] = "2"
-    host = p.replan(**changes).per_rank.host_kv_tokens
-    return LeverSpec("HiCache", flags, changes,
+    host = p.plan_of(flags).per_rank.host_kv_tokens
+    return LeverSpec("HiCache", flags,
                      [f"host pool {host:,} tokens per rank extends the prefix cache only: prefix hits can rise, "
                       "running requests cannot (same device pool)"]
                      + ([] if size else ["host memory of the server unknown: sized by ratio; check it with "

@@ -31,6 +31,11 @@ class VLLMEngine(Engine):
     launch_hint = "`vllm serve MODEL ...` or `python -m vllm.entrypoints.openai.api_server --model ...`"
     findings_package = "kvplan.engines.vllm.findings"
     scheduler_policy = "kvplan.simulate.policy.vllm_api"  # its scheduler (V1) for kvplan simulate / tune
+    # each raises before the "GPU KV cache size" line: v1/worker/utils.py::request_memory at worker start, and
+    # v1/engine/core.py::EngineCore._initialize_kv_caches runs get_kv_cache_configs (_check_enough_kv_cache_memory)
+    # before update_kv_cache_capacity logs the size (0.32): the line contradicts them (V0 logs "# GPU blocks" before
+    # raise_if_cache_size_invalid, so explain also needs a log without error lines)
+    startup_refusals = ("max-model-len-unfit", "gpu-util-startup-fail", "kv-pool-empty")  # findings/
     newest_version = NEWEST
     launch_markers = launch.LAUNCH_MARKERS
     startup_phases = launch.PHASES

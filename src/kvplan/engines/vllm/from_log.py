@@ -15,22 +15,45 @@ _NOT_FLAGS = {"model", "env", "unknown_flags", "flags_given", "kv_transfer_confi
 
 
 def log_flags(args: Mapping[str, Any]) -> list[str]:
-    """Flags for the args the log shows (only those that decide memory); the engine config line says the device."""
+    """Flags for the args the log shows (only those that decide memory), each once, after the environment the CPU
+    platform reads (``platform_env``).
+
+    The "non-default args" line and the engine config line name some args twice (``max_model_len`` /
+    ``max_seq_len``, ``dtype``): one flag each, at the first name's place, with the last value the log printed (the
+    config line's, as the engine resolved it); a None never replaces a value."""
     args = dict(args)
-    if isinstance(args.get("dtype"), str) and args["dtype"].startswith("torch."):
-        args["dtype"] = args["dtype"][6:]  # the config line prints ModelConfig.dtype, a torch dtype: torch.bfloat16
-    if str(args.get("device_config", "")).lower() == "cpu":
-        args["device"] = "cpu"
     dtype = args.get("dtype")
     if isinstance(dtype, str) and dtype.startswith("torch."):  # the engine config line prints the resolved torch
         args["dtype"] = dtype.removeprefix("torch.")  # dtype ("dtype=torch.bfloat16"); --dtype takes its name
+    env = platform_env(args)
     # prefix caching only matters to a hybrid GDN model (hybrid.py: mamba "align" mode, on by default from 0.32),
     # so only its being off is carried over
     off = str(args.pop("enable_prefix_caching", "")).lower() == "false"
     args.pop("no_enable_prefix_caching", None)
-    return flags_from_values([(SYNONYMS.get(k, k), v) for k, v in args.items()], FLAGS,
-                             set(VLLMArgs.__dataclass_fields__) - _NOT_FLAGS) + (["--no-enable-prefix-caching"] if off
-                                                                                 else [])
+    once: dict[str, Any] = {}
+    for k, v in args.items():
+        key = SYNONYMS.get(k, k)
+        if v is not None or key not in once:
+            once[key] = v  # an existing key keeps its place
+    flags = flags_from_values(once.items(), FLAGS, set(VLLMArgs.__dataclass_fields__) - _NOT_FLAGS)
+    return env + flags + (["--no-enable-prefix-caching"] if off else [])
+
+
+def platform_env(args: Mapping[str, Any]) -> list[str]:
+    """``VLLM_CPU_KVCACHE_SPACE=...`` when the log is vLLM-CPU's (``device_config=cpu`` on the engine config line, or
+    its "set (a/b) GiB for KV cache" line) and shows no ``--device``: the CPU platform as ``VLLMArgs.is_cpu`` reads
+    it, without a flag the log did not show (``--device`` is gone from 0.32's argparse). The value is the default
+    the log printed ("VLLM_CPU_KVCACHE_SPACE ... using N by default", whole GiB), else empty, which vLLM treats as
+    not set (``platforms/cpu.py::CpuPlatform.check_and_update_config``: ``os.environ[env_key] != ""``)."""
+    cpu = str(args.get("device_config", "")).lower() == "cpu" or args.get("node_memory_gib") is not None
+    if not cpu or args.get("device"):
+        return []
+    space = args.get("VLLM_CPU_KVCACHE_SPACE")
+    try:
+        gib = float(space) if space is not None else None
+    except (TypeError, ValueError):
+        gib = None
+    return [f"VLLM_CPU_KVCACHE_SPACE={int(gib) if gib is not None and gib.is_integer() and gib > 0 else ''}"]
 
 
 def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, float]:

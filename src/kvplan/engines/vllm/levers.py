@@ -1,6 +1,6 @@
-"""vLLM's levers, as LeverSpecs (flags for the command, VLLMArgs changes for the plan): gpu-memory-utilization steps
-(or a doubled explicit KV size, which is what vLLM-CPU and --kv-cache-memory-bytes launches use); fp8 KV; a second
-replica.
+"""vLLM's levers, as LeverSpecs (the flags the launch command changes; each rewrite is evaluated like any launch):
+gpu-memory-utilization steps (or a doubled explicit KV size, which is what vLLM-CPU and --kv-cache-memory-bytes
+launches use); fp8 KV; a second replica.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
     s = vllm_settings(p.current)
     if not s.kv_budget_exact and s.platform == "cuda":
         gmu = s.gpu_memory_utilization
-        yield from steps(p, "gpu_memory_utilization", "--gpu-memory-utilization", "gpu-util", gmu, skipped,
+        yield from steps(p, "--gpu-memory-utilization", "gpu-util", gmu, skipped,
                          lambda x: f"+{x - gmu:.2f} × GPU memory per rank for the KV cache (ceil(total × u))")
     elif s.kv_budget_exact and "--kv-memory-gib" not in s.kv_budget_source:
         args = parse_vllm(p.cmd)
@@ -24,15 +24,18 @@ def levers(p: LeverInputs, skipped: list[str]) -> Iterator[LeverSpec]:
         note = "needs twice the KV memory free on the device / NUMA node (not checked)"
         if args.is_cpu and space:
             new = str(int(space) * 2)
-            yield LeverSpec("KV memory ×2", {"VLLM_CPU_KVCACHE_SPACE": new},
-                            {"env": {**args.env, "VLLM_CPU_KVCACHE_SPACE": new}}, [note])
+            yield LeverSpec("KV memory ×2", {"VLLM_CPU_KVCACHE_SPACE": new}, [note])
         elif args.kv_cache_memory_bytes:
             new = str(args.kv_cache_memory_bytes * 2)
-            yield LeverSpec("KV memory ×2", {"--kv-cache-memory-bytes": new},
-                            {"kv_cache_memory_bytes": int(new)}, [note])
+            yield LeverSpec("KV memory ×2", {"--kv-cache-memory-bytes": new}, [note])
     if "fp8" not in s.kv_cache_dtype:
-        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8"}, {"kv_cache_dtype": "fp8"},
+        yield LeverSpec("fp8 KV", {"--kv-cache-dtype": "fp8"},
                         ["half the bytes per token; fp8 KV can change outputs: check quality first"])
     dp = s.data_parallel_size or 1
-    yield LeverSpec("2 replicas", {"--data-parallel-size": str(dp * 2)}, None,
-                    [f"a second engine on {s.world_size} more GPU(s) (--data-parallel-size)"], replicas=2)
+    c = p.current.cluster
+    if 2 * s.world_size * dp <= c.gpus_per_node * c.nodes:
+        yield LeverSpec("2 replicas", {"--data-parallel-size": str(dp * 2)},
+                        [f"a second engine on {s.world_size * dp} more GPU(s) (--data-parallel-size)"])
+    else:
+        yield LeverSpec("2 replicas", {}, [f"a second launch of this command on {s.world_size * dp} more GPU(s), "
+                                           "behind a router"], replicas=2)

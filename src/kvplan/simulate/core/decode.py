@@ -56,6 +56,9 @@ class DecodeSet:
         heapq.heappush(f, (birth + r.output, self._n, r))
 
     def remove(self, r: Req, step: int) -> None:
+        """``r`` leaves the batch at ``step`` with the ``gen = step - birth`` tokens it sampled (a retracted or
+        preempted request keeps them: SGLang refills prompt + output, vLLM recomputes both)."""
+        r.gen = step - r.birth
         self.B -= 1
         self.len_base -= r.prompt - r.birth
         kv = r.prompt + (step - r.birth) - 1 - r.shared

@@ -51,6 +51,7 @@ class Instance:
         self.t_flush = 0.0  # start of the occupancy not yet handed to the sink's series
         self.next_flush = 0.0
         self.area_b = 0.0  # ∫ running dt since t_flush
+        self.area_held = 0.0  # ∫ held pages dt since t_flush (KV usage, time-weighted)
         self.gen_acc = 0.0  # tokens sampled since t_flush
         self.prompt_acc = 0.0  # prefill tokens computed since t_flush
         self.dropped: list[Req] = []  # requests the engine aborted (the cluster frees their clients)
@@ -132,7 +133,9 @@ class Instance:
         return []
 
     def _advance(self, n: int, t_end: float) -> list[Req]:
-        self._occupy(t_end)
+        d = self.dec
+        grow = d.B * n if d.page == 1 else d.pages(self.step + n) - d.pages(self.step)
+        self._occupy(t_end, grow)
         gen = self.dec.B * n
         self.gen_acc += gen
         self.sink.cum_gen += gen
@@ -191,12 +194,15 @@ class Instance:
                 self.cut(t)
         self.waiting.append(r)
 
-    def _occupy(self, t: float) -> None:
-        """Account the running batch up to ``t`` (∫ running dt); once per series bucket, hand it to the sink with a
-        sample of the queue and the KV usage. (∫ queued dt is the sum of the requests' waits: Sink.admitted.)"""
+    def _occupy(self, t: float, grow_pages: int = 0) -> None:
+        """Account the running batch and the KV it holds up to ``t`` (∫ running dt, ∫ held pages dt: a decode span
+        that grows the batch's pages by ``grow_pages`` holds their mean, decode steps being near-equal in time); once
+        per series bucket, hand it to the sink with a sample of the queue. (∫ queued dt is the sum of the requests'
+        waits: Sink.admitted.)"""
         dt = t - self.t_acc
         if dt > 0:
             self.area_b += self.dec.B * dt
+            self.area_held += (self.held_pages() + 0.5 * grow_pages) * dt
             self.t_acc = t
             if t >= self.next_flush:
                 self.flush()
@@ -211,11 +217,12 @@ class Instance:
         if t1 > t0:  # (a zero-length interval has no tokens: actions take time)
             span = t1 - t0
             s = self.sink
-            s.series.interval(t0, t1, self.area_b / span, len(self.waiting), self.usage(), self.gen_acc,
-                              self.prompt_acc)
+            usage = min(1.0, self.area_held / span / self.cap_pages) if self.cap_pages else 0.0
+            s.series.interval(t0, t1, self.area_b / span, len(self.waiting), usage, self.gen_acc, self.prompt_acc)
             s.first_t = t0 if s.first_t is None else min(s.first_t, t0)
             s.running_area += self.area_b
-        self.area_b = self.gen_acc = self.prompt_acc = 0.0
+            s.held_token_area += self.area_held * self.page
+        self.area_b = self.area_held = self.gen_acc = self.prompt_acc = 0.0
         self.t_flush = t1
         self.next_flush = t1 + 4 * self.sink.series.w  # a few buckets per hand-over: the series stays cheap
 

@@ -31,6 +31,7 @@ class Sink:
         self.aborted = 0
         self.first_t: float | None = None
         self.running_area = 0.0  # ∫ running dt, all instances
+        self.held_token_area = 0.0  # ∫ KV tokens held (page-granular: running, prefilling, locked prefixes) dt
         self.queued_area = 0.0  # ∫ queued dt, all instances: the sum of every wait in a queue
         self.last_t = 0.0
         self.mark: dict[str, tuple[float, float]] = {}  # "10%"/"90%" -> (time, cum_gen)

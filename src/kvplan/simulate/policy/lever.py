@@ -17,6 +17,7 @@ class Lever:
     note: str = ""
     combinable: bool = True  # may be combined with a lever of another group
     requires: tuple[str, ...] = field(default=())  # groups it must not be combined with
+    replicas: int = 1  # launches of the rewritten command behind a router
 
     def merged(self, other: Lever) -> Lever:
         return Lever(f"{self.name} + {other.name}", {**self.flags, **other.flags}, f"{self.group}+{other.group}",

@@ -171,9 +171,12 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
                     "pool_source": ctx.pool_source, "avg_tokens": None if avg is None else round(avg, 1),
                     "avg_tokens_source": avg_src, "max_running": ctx.max_running}
     res.observed = {k: round(v, 3) if isinstance(v, float) else v for k, v in res.observed.items()}
-    if ctx.plan is not None and ctx.engine_obj is not None and ctx.cmd is not None and ctx.options is not None:
-        p = Pricing(ctx.engine_obj, ctx.cmd, ctx.options, ctx.plan, w, pool_group, avg, ctx.command_known,
-                    ctx.max_running, ctx.host_known, res.bottleneck, ctx.graph_gib)
+    if ctx.running is not None:
+        given = ctx.given or ctx.running
+        base = given.repaired or given
+        p = Pricing(base, ctx.host_known, ctx.graph_gib, running=ctx.running, given=given, window=w,
+                    observed_tokens=pool_group, avg_tokens=avg, command_known=ctx.command_known,
+                    max_running=ctx.max_running, bottleneck=res.bottleneck)
         res.levers, skipped = price(p)
         res.notes.extend(f"lever not priced: {s}" for s in skipped)
         from kvplan.diagnose.postprice import cap_by_step_time, no_launch_fixes
