@@ -85,3 +85,25 @@ def test_a_batch_outside_the_logs_steady_lines_is_flagged(log, capsys):
     assert any("steady serving lines ran" in n and "extrapolation" in n for n in notes), notes
     assert main(["simulate", *HW, *JOB, "--calibrate", log, "--json", "--", *CMD.split()]) == 0
     assert not any("extrapolation" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+def test_lockstep_workload_is_said_and_a_spread_one_is_not(capsys):
+    base = ["simulate", "--gpu", "h100", "--requests", "40", "--prompt-len", "100", "--output-len", "500",
+            "--concurrency", "8", "--json"]
+    cmd = ["--", "vllm", "serve", "Qwen/Qwen3-8B"]
+    assert main([*base, *cmd]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("lock-step" in n for n in notes), notes
+    assert main([*base, "--output-dist", "uniform:0.5", *cmd]) == 0
+    assert not any("lock-step" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+def test_calibrate_without_a_workload_takes_the_logs(log, capsys):
+    # the incident log alone: #token / #running ≈ 2,000 tokens in flight, prefill lines of 900-2,400 new tokens per
+    # request, ~51 running + ~97 waiting -> the workload is inferred and said, and the run reproduces the log's batch
+    code = main(["simulate", *HW, "--calibrate", log, "--json", "--", *CMD.split()])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0
+    note = next(n for n in d["notes"] if n.startswith("workload inferred from the log"))
+    assert "clients" in note and d["workload"]["concurrency"] == pytest.approx(148, abs=3)
+    assert 46 * 0.9 <= d["load"]["running_mean"] <= 56 * 1.1

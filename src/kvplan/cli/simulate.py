@@ -69,6 +69,17 @@ def log_workload(ses: Any, values: dict[str, Any]) -> tuple[dict[str, Any], str 
     return out, lw.note({f"--{k.replace('_', '-')}" for k in given})
 
 
+def lockstep_note(w: Any) -> str | None:
+    """A generated workload whose requests all have one output length and arrive together: the engine serves them in
+    waves (they finish together, and the next ones are admitted together), which real workloads rarely do."""
+    d = w.description or {}
+    if d.get("kind") != "generated" or d.get("output_dist") != "fixed" or w.rate:
+        return None
+    return ("every request has the same output length and they start together: the engine runs them in lock-step "
+            "waves (the simulator does too); a real workload's lengths vary: --output-dist uniform:0.5 (or the "
+            "benchmark's --random-range-ratio as range:R) to simulate that")
+
+
 def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.ArgumentParser | None = None) -> int:
     from dataclasses import replace
 
@@ -82,7 +93,8 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     values, inferred = log_workload(ses, workload_values(a))
     w = workload_from(values)
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
-    more = tuple(n for n in (ses.check_note(), inferred, ses.workload_check(res), ses.coverage_check(res)) if n)
+    more = tuple(n for n in (ses.check_note(), inferred, lockstep_note(w), ses.workload_check(res),
+                             ses.coverage_check(res)) if n)
     if more:
         res = replace(res, notes=(*res.notes, *more))
     if a.json:
