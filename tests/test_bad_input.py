@@ -94,3 +94,11 @@ def test_nonsense_options(opts):
 def test_no_command_is_usage_error():
     code, out, err = run_cli(["check", "--gpu", "h100"])
     assert code == 2 and "Traceback" not in err and "--" in err
+
+
+@pytest.mark.parametrize("value", ["", "4.5", "four"])
+def test_vllm_cpu_kvcache_space_the_engine_cannot_read(value):
+    # vLLM reads it with int(os.getenv("VLLM_CPU_KVCACHE_SPACE")) (vllm/envs.py, 0.32.0): "" and "4.5" stop the engine
+    # at start ("invalid literal for int()"), so kvplan refuses them in one line rather than planning a launch
+    code, out, err = run_cli(["check", "--", f"VLLM_CPU_KVCACHE_SPACE={value}", "vllm", "serve", "Qwen/Qwen3-8B"])
+    assert code == 2 and "int()" in err and len(err.strip().splitlines()) <= 2, err

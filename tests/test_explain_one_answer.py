@@ -207,4 +207,7 @@ def test_rebuilt_command_with_the_users_command_has_each_flag_once(user):
     assert not _each_once(argv), argv
     cmd = split_command(argv)
     assert cmd.program == ("vllm", "serve") and "/tmp/tiny/gemma3_text" in cmd.args
-    assert cmd.env.get("VLLM_CPU_KVCACHE_SPACE") == ("1" if user[0].startswith("VLLM_") else "")
+    # the CPU platform: the user's KV space when given, else VLLM_TARGET_DEVICE=cpu (never an empty
+    # VLLM_CPU_KVCACHE_SPACE: vllm/envs.py reads it with int() and the engine stops)
+    assert cmd.env.get("VLLM_CPU_KVCACHE_SPACE") == ("1" if user[0].startswith("VLLM_") else None)
+    assert cmd.env.get("VLLM_TARGET_DEVICE") == "cpu"

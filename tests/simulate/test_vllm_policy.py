@@ -73,9 +73,12 @@ def test_a_preempted_request_finds_its_surviving_blocks():
         inst.fire()
     inst.schedule()  # preempts b, a allocates its 3rd block
     assert b.state == WAITING
-    inst.fire()
     assert inst.cache.match(("r", 2)) == (16, 0)
-    # b wants 30 + 3 = 33 tokens: 16 hit + 17 to compute; free blocks: 4 - 3 (a) = 1 incl. b's cached one -> no
+    # b wants 30 + 3 = 33 tokens: 16 hit + 17 to compute; free blocks: 4 - 3 (a) = 1 incl. b's cached one -> no.
+    # a decodes on alone: at 48 tokens it needs a 4th block, and the only one left is b's cached first block, which
+    # the allocation evicts then (before anything a later finish frees)
+    inst.fire()
+    assert a.state == RUNNING and inst.held_pages() == 4 and inst.cache.match(("r", 2)) == (0, 0)
     inst.schedule()
     assert b.state == WAITING
 

@@ -180,6 +180,21 @@ def _complete(port: int, model: str, prompt: str, max_tokens: int) -> tuple[floa
         conn.close()
 
 
+def send_load(port: int, model: str, cfg: Config, run: RealRun, deadline_s: float, t0: float | None = None) -> float:
+    """The load: ``cfg.clients`` client threads sending ``cfg``'s requests on its schedule (a request waits for a free
+    client), joined by the deadline; ``t0`` (monotonic) is the schedule's zero, returned."""
+    outs, due, nxt, lock = cfg.outputs(), cfg.send_times(), [0], threading.Lock()
+    t0 = time.monotonic() if t0 is None else t0
+    deadline = t0 + deadline_s
+    threads = [threading.Thread(target=_client, args=(port, model, cfg, outs, due, nxt, lock, run, t0, deadline),
+                                daemon=True) for _ in range(cfg.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(1.0, deadline - time.monotonic() + 5))
+    return t0
+
+
 def _probe(port: int, model: str, k: int) -> float:
     """The ruler: one fixed request alone, its generation rate (tok/s, prefill included). Its prompt is distinct
     from every other (no prefix-cache hit makes the second probe cheaper than the first)."""
@@ -227,15 +242,7 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
         run.startup_s = time.monotonic() - t_start
         _complete(port, str(model), "warm up", 8)  # first-request costs stay out of the ruler
         run.probes_tps.append(_probe(port, str(model), 0))
-        outs, due, nxt, lock = cfg.outputs(), cfg.send_times(), [0], threading.Lock()
-        t0 = time.monotonic()
-        deadline = t0 + deadline_s
-        threads = [threading.Thread(target=_client, args=(port, str(model), cfg, outs, due, nxt, lock, run, t0,
-                                                          deadline), daemon=True) for _ in range(cfg.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=max(1.0, deadline - time.monotonic() + 5))
+        send_load(port, str(model), cfg, run, deadline_s)
         ends = [s.sent_s + s.latency_s for s in run.ok]
         run.load_s = (max(ends) - min(s.sent_s for s in run.ok)) if ends else 0.0
         run.probes_tps.append(_probe(port, str(model), 1))

@@ -114,8 +114,12 @@ class VLLMArgs:
 
     @property
     def is_cpu(self) -> bool:
-        """vLLM-CPU: selected by --device cpu or by a VLLM_CPU_KVCACHE_SPACE prefix on the command."""
-        return (self.device or "").lower() == "cpu" or "VLLM_CPU_KVCACHE_SPACE" in self.env
+        """vLLM-CPU: selected by --device cpu, a VLLM_CPU_KVCACHE_SPACE prefix on the command, or
+        ``VLLM_TARGET_DEVICE=cpu``, which picks the CPU platform at run time
+        (``platforms/__init__.py::cpu_platform_plugin``: ``envs.VLLM_TARGET_DEVICE == "cpu"``:
+        https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/__init__.py)."""
+        return ((self.device or "").lower() == "cpu" or "VLLM_CPU_KVCACHE_SPACE" in self.env
+                or self.env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu")
 
     @property
     def connector(self) -> str | None:
@@ -158,11 +162,11 @@ def _check_env(env: dict[str, str]) -> None:
 
     if "VLLM_CPU_KVCACHE_SPACE" in env:
         s = env["VLLM_CPU_KVCACHE_SPACE"]
-        if s and not s.isdigit():
-            raise KvplanError(f"VLLM_CPU_KVCACHE_SPACE={s!r}: vLLM-CPU takes a whole number of GiB",
-                              "e.g. VLLM_CPU_KVCACHE_SPACE=4")
-        if s:
-            val.gib("VLLM_CPU_KVCACHE_SPACE", int(s), hint="e.g. VLLM_CPU_KVCACHE_SPACE=4")
+        if not s.isdigit():  # empty included: vllm/envs.py reads it with int(os.getenv(...)) and the engine stops
+            raise KvplanError(f"VLLM_CPU_KVCACHE_SPACE={s!r}: vLLM-CPU reads it with int() and fails at start "
+                              "(invalid literal for int()): a whole number of GiB",
+                              "e.g. VLLM_CPU_KVCACHE_SPACE=4, or leave it out and give --kv-cache-memory-bytes")
+        val.gib("VLLM_CPU_KVCACHE_SPACE", int(s), hint="e.g. VLLM_CPU_KVCACHE_SPACE=4")
     if "LMCACHE_MAX_LOCAL_CPU_SIZE" in env:
         val.gib("LMCACHE_MAX_LOCAL_CPU_SIZE", env["LMCACHE_MAX_LOCAL_CPU_SIZE"], hint="GiB per rank, e.g. 20")
     if env.get("LMCACHE_CHUNK_SIZE"):

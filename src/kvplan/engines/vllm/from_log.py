@@ -40,11 +40,12 @@ def log_flags(args: Mapping[str, Any]) -> list[str]:
 
 
 def platform_env(args: Mapping[str, Any]) -> list[str]:
-    """``VLLM_CPU_KVCACHE_SPACE=...`` when the log is vLLM-CPU's (``device_config=cpu`` on the engine config line, or
-    its "set (a/b) GiB for KV cache" line) and shows no ``--device``: the CPU platform as ``VLLMArgs.is_cpu`` reads
-    it, without a flag the log did not show (``--device`` is gone from 0.32's argparse). The value is the default
-    the log printed ("VLLM_CPU_KVCACHE_SPACE ... using N by default", whole GiB), else empty, which vLLM treats as
-    not set (``platforms/cpu.py::CpuPlatform.check_and_update_config``: ``os.environ[env_key] != ""``)."""
+    """The CPU platform as ``VLLMArgs.is_cpu`` reads it, when the log is vLLM-CPU's (``device_config=cpu`` on the
+    engine config line, or its "set (a/b) GiB for KV cache" line) and shows no ``--device``, without a flag the log
+    did not show (``--device`` is gone from 0.32's argparse): ``VLLM_CPU_KVCACHE_SPACE=N`` with the default the log
+    printed ("VLLM_CPU_KVCACHE_SPACE ... using N by default", whole GiB), else ``VLLM_TARGET_DEVICE=cpu`` (the
+    platform switch ``cpu_platform_plugin`` reads; an empty VLLM_CPU_KVCACHE_SPACE would stop the engine:
+    ``vllm/envs.py`` reads it with ``int()``)."""
     cpu = str(args.get("device_config", "")).lower() == "cpu" or args.get("node_memory_gib") is not None
     if not cpu or args.get("device"):
         return []
@@ -53,7 +54,9 @@ def platform_env(args: Mapping[str, Any]) -> list[str]:
         gib = float(space) if space is not None else None
     except (TypeError, ValueError):
         gib = None
-    return [f"VLLM_CPU_KVCACHE_SPACE={int(gib) if gib is not None and gib.is_integer() and gib > 0 else ''}"]
+    if gib is not None and gib.is_integer() and gib > 0:
+        return [f"VLLM_CPU_KVCACHE_SPACE={int(gib)}"]
+    return ["VLLM_TARGET_DEVICE=cpu"]
 
 
 def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, float]:

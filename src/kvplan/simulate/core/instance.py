@@ -135,13 +135,15 @@ class Instance:
     def _advance(self, n: int, t_end: float) -> list[Req]:
         d = self.dec
         grow = d.B * n if d.page == 1 else d.pages(self.step + n) - d.pages(self.step)
-        self._occupy(t_end, grow)
         gen = self.dec.B * n
-        self.gen_acc += gen
+        self.gen_acc += gen  # (before _occupy: a flush at t_end hands the span's tokens to the interval they fell in)
         self.sink.cum_gen += gen
+        self._occupy(t_end, grow)
         self.on_decode_steps(n)
         self.step += n
         self.t = t_end
+        if self.cache.evictable_pages:  # the steps allocated their pages (evicting) before any finisher freed its own
+            self.settle_cache()
         out = self.dec.pop_finished(self.step)
         for r in out:
             self.release_finished(r)
@@ -194,18 +196,28 @@ class Instance:
                 self.cut(t)
         self.waiting.append(r)
 
-    def _occupy(self, t: float, grow_pages: int = 0) -> None:
+    def _occupy(self, t: float, grow_pages: int = 0, flush: bool = True) -> None:
         """Account the running batch and the KV it holds up to ``t`` (∫ running dt, ∫ held pages dt: a decode span
         that grows the batch's pages by ``grow_pages`` holds their mean, decode steps being near-equal in time); once
         per series bucket, hand it to the sink with a sample of the queue. (∫ queued dt is the sum of the requests'
         waits: Sink.admitted.)"""
         dt = t - self.t_acc
         if dt > 0:
-            self.area_b += self.dec.B * dt
+            self.area_b += self.running_now() * dt
             self.area_held += (self.held_pages() + 0.5 * grow_pages) * dt
             self.t_acc = t
-            if t >= self.next_flush:
+            if flush and t >= self.next_flush:
                 self.flush()
+
+    def running_now(self) -> int:
+        """Requests the engine counts as running (SGLang: the decoding batch, its ``#running-req``; vLLM overrides:
+        its ``running`` list holds requests still prefilling too)."""
+        return self.dec.B
+
+    def maybe_flush(self) -> None:
+        """After a step's tokens are added (``_occupy(..., flush=False)`` before them): hand over if it is time."""
+        if self.t_acc >= self.next_flush:
+            self.flush()
 
     def add_tokens(self, gen: float, prompt: float) -> None:
         self.gen_acc += gen

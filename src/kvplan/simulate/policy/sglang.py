@@ -188,7 +188,7 @@ class SGLangInstance(Instance):
     def finish_step(self) -> list[Req]:
         """The prefill forward ends: finished prefills sample their first token and join the running batch."""
         t1 = self.next_t
-        self._occupy(t1)
+        self._occupy(t1, flush=False)
         self.t = t1
         out: list[Req] = []
         gen = 0
@@ -218,6 +218,7 @@ class SGLangInstance(Instance):
                 self._join(r)
         self.batch = []
         self.add_tokens(gen, new)
+        self.maybe_flush()
         if out:
             self.full = False  # the prefill batch lost members (last_batch.filter_batch)
         return out

@@ -36,6 +36,10 @@ class VLLMInstance(Instance):
     def _running(self) -> int:
         return self.dec.B + len(self.prefilling)
 
+    def running_now(self) -> int:
+        """``len(self.running)``: decoding and prefilling requests (``vllm:num_requests_running``)."""
+        return self.dec.B + len(self.prefilling)
+
     # ---- the scheduling point ------------------------------------------------------------------------------
     def _grab(self, r: Req, n: int) -> int:
         """Pages ``r`` allocates to compute ``n`` more tokens (``allocate_slots``)."""
@@ -119,10 +123,12 @@ class VLLMInstance(Instance):
     def finish_step(self) -> list[Req]:
         """The mixed step ends: decoders gain a token, finished prefills sample their first one."""
         t1 = self.next_t
-        self._occupy(t1)
+        self._occupy(t1, flush=False)
         B = self.dec.B
         self.step += 1
         self.t = t1
+        if self.cache.evictable_pages:  # the step allocated its pages (evicting) before a finisher freed its own
+            self.settle_cache()
         out = self.collect_finished()
         gen, new = B, 0
         for r, n in self.plan_pre:
@@ -148,6 +154,7 @@ class VLLMInstance(Instance):
                 self.dec.add(r, self.step)
         self.plan_pre = []
         self.add_tokens(gen, new)
+        self.maybe_flush()
         return out
 
     # ---- leaving -------------------------------------------------------------------------------------------
