@@ -70,7 +70,8 @@ def test_kvplan_models_json(capsys):
     assert rows["meta-llama/Llama-3.1-70B"]["checkpoint_gb"] > 100
 
 
-def test_kvplan_models_and_gpus_tables(capsys):
+def test_kvplan_models_and_gpus_tables(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # wide: every column, names on one line
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "DeepseekV3ForCausalLM" in out and "70,272" in out
@@ -79,3 +80,15 @@ def test_kvplan_models_and_gpus_tables(capsys):
     assert g["AMD Instinct MI355X"]["platform"] == "rocm" and g["AMD Instinct MI355X"]["mem_bw_gbps"] == 8000
     assert main(["gpus"]) == 0
     assert "NVIDIA B300 SXM6 AC" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cmd", ["gpus", "models"])
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_catalogs_fit_the_width_in_bytes(cmd, width, capsys, monkeypatch):
+    # `COLUMNS=80 kvplan gpus | awk '{print length}'`: Debian's awk (mawk) counts bytes, so a box-drawing character
+    # (3 bytes) or a middle dot (2) would break the width even when the characters fit
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main([cmd]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line.encode()) for line in out.splitlines()) <= width
+    assert "70,272" in out or "97,887" in out  # the figures are there at every width

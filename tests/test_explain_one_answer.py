@@ -120,15 +120,34 @@ def test_explain_prints_fix_lines_and_suggested_command_as_check_does(tmp_path):
                               *split_command(rebuilt).argv])
     assert code == 1, err  # host-oversubscribed
 
-    def findings_block(text: str) -> str:
-        lines = text.splitlines()
-        start = next(i for i, ln in enumerate(lines) if ln.startswith(("ERROR", "WARNING", "INFO")))
-        end = next((i for i, ln in enumerate(lines) if ln.startswith(("· ", "verdict:"))), len(lines))
-        return "\n".join(lines[start:end]).rstrip()
+    def findings(text: str) -> list[str]:
+        """Each finding's paragraph (its message and fix lines), in order; check prints errors and warnings first
+        and the info ones after its tables, explain after its log-vs-plan table: the same paragraphs."""
+        out: list[str] = []
+        cur: list[str] | None = None
+        ends = ("suggested command", "no suggested command", "· ", "verdict:", "Per ", "Log vs", "missing from",
+                "kvplan ", "┏", "┃", "│", "└", "┡", "┗")
+        for ln in text.splitlines():
+            if ln.startswith(("ERROR", "WARNING", "INFO")):
+                cur = [ln]
+                out.append(ln)
+            elif cur is not None and ln.strip() and not ln.startswith(ends):
+                cur.append(ln)
+                out[-1] = "\n".join(cur)
+            else:
+                cur = None
+        return out
 
-    block = findings_block(out)
-    assert block == findings_block(ref)
+    def suggested(text: str) -> str:
+        lines = text.splitlines()
+        i = lines.index("suggested command")
+        return "\n".join(lines[i:i + 3])
+
+    block = "\n".join(findings(out))
+    assert findings(out) == findings(ref)
+    assert suggested(out) == suggested(ref)
     assert block.count("fix:") == len(re.findall(r"^(ERROR|WARNING|INFO)", block, re.M)) >= 2
+    block += "\n" + suggested(out)
     assert "suggested command" in block and "--hicache-size 47" in block  # 0.8 × (449 − 10) GiB / 8 ranks
 
 

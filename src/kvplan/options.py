@@ -51,5 +51,10 @@ class PlanOptions:
         "container (cgroup) memory limit per node, GiB: the kernel OOM-kills the container above it"))
     gpus_requested: int | None = field(default=None, metadata=_help(  # per node (pod / container / Slurm node)
         "GPUs the container or job is given per node (checked against the launch's ranks per node)"))
+    container_mem_request_gib: float | None = field(default=None, metadata=_help(  # per node: what the scheduler keeps
+        "the pod's memory request per node, GiB (resources.requests.memory): what the scheduler reserved for it; "
+        "above it the kubelet evicts the pod first under node memory pressure"))
     shm_source: str | None = field(default=None, metadata=_internal("where the /dev/shm size comes from"))
     container_mem_source: str | None = field(default=None, metadata=_internal("where the memory limit comes from"))
+    container_mem_request_source: str | None = field(default=None, metadata=_internal(
+        "where the memory request comes from"))

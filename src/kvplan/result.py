@@ -120,10 +120,13 @@ class NodePlan:
     container_limit_bytes: int | None = None  # cgroup memory limit of the engine's container on this node
     container_limit_source: str | None = None
     gpus_requested: int | None = None  # GPUs the container / job is given on this node
+    container_request_bytes: int | None = None  # the pod's memory request (the scheduler's reservation), this node
+    container_request_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for k in ("shm_source", "container_limit_bytes", "container_limit_source", "gpus_requested"):
+        for k in ("shm_source", "container_limit_bytes", "container_limit_source", "gpus_requested",
+                  "container_request_bytes", "container_request_source"):
             if d[k] is None:
                 del d[k]
         d["host_kv_gb"] = round(self.host_kv_bytes / 1e9, 2)

@@ -122,6 +122,7 @@ def plan_options(opts: dict[str, Any]) -> dict[str, Any]:
         "avg_tokens": lambda v: count("--avg-tokens", v, 1, MAX_TOKENS, hint),
         "shm_gib": lambda v: gib("--shm-gib", v, hint=hint),
         "container_mem_gib": lambda v: gib("--container-mem-gib", v, positive=True, hint=hint),
+        "container_mem_request_gib": lambda v: gib("--container-mem-request-gib", v, positive=True, hint=hint),
         "gpus_requested": lambda v: count("--gpus-requested", v, 0, MAX_RANKS, hint),
     }
     for key, check in checks.items():
@@ -129,7 +130,8 @@ def plan_options(opts: dict[str, Any]) -> dict[str, Any]:
             out[key] = check(out[key])
     if out.get("local_host") is not None and not isinstance(out["local_host"], bool):
         raise KvplanError(f"--local-host must be true or false, got {_short(out['local_host'])}")
-    for key in ("gpu", "engine_version", "model_config", "shm_source", "container_mem_source"):
+    for key in ("gpu", "engine_version", "model_config", "shm_source", "container_mem_source",
+                "container_mem_request_source"):
         v = out.get(key)
         if v is not None and not isinstance(v, str):
             raise KvplanError(f"--{key.replace('_', '-')} must be a string, got {_short(v)}")

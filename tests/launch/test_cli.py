@@ -36,6 +36,8 @@ def test_force_launches_anyway_and_keeps_the_servers_exit_code(tmp_path):
     run = launch(tmp_path, ["--force", *INCIDENT_HW], cmd)
     assert run.code == 1 and run.event("exit")["by"] == "server", run.out + run.err
     assert "launching anyway (--force)" in run.out and "ready when: http://127.0.0.1:30000/health" in run.out
+    # it died during start-up: the report shows why, from its own log, without a trip to the log file
+    assert "exited before it was ready" in run.out and "No module named" in run.out, run.out
 
 
 def test_unknown_commands_are_supervised_without_preflight(tmp_path):

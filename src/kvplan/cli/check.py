@@ -48,7 +48,8 @@ def emit(result: CheckResult, a: argparse.Namespace) -> int:
         else:
             from kvplan.report.human import render
 
-            render(result)
+            cmd = getattr(a, "cmd", "check")
+            render(result, title=f"kvplan {cmd}", command_label="built" if cmd == "plan" else "checked")
     except BrokenPipeError:  # `kvplan check ... | head`: the reader left; the verdict stands, the pipe is no error
         from kvplan.report.console import quiet_stdout
 

@@ -25,26 +25,32 @@ def gpu_rows() -> list[dict[str, Any]]:
 
 
 def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentParser) -> int:
-    from kvplan.cli.tables import console
+    from kvplan.cli.tables import NARROW, add_columns, console, table
 
     rows = gpu_rows()
     if a.json:
         print(json.dumps({"scope": "total_mib: memory.total as nvidia-smi / amd-smi print it; mem_bw_gbps: decimal "
                           "GB/s; *_dense_tflops: dense, no sparsity", "gpus": rows}, indent=2))
         return 0
-    from rich.table import Table
-
-    t = Table(title="kvplan GPU catalog")
-    for col, just in (("name (as nvidia-smi / amd-smi print it)", "left"), ("platform", "left"), ("MiB", "right"),
-                      ("HBM GB/s", "right"), ("BF16 TFLOPS", "right"), ("FP8 TFLOPS", "right"),
-                      ("aliases", "left")):
-        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    con = console()
+    wide = con.width >= NARROW  # narrower: the aliases under the name, no platform column (all of it in --json)
+    t = table("kvplan GPU catalog", con)
+    add_columns(t, (("name (as nvidia-smi / amd-smi print it)" if wide else "name / aliases", "left"),
+                    *((("platform", "left"),) if wide else ()), ("MiB", "right"), ("GB/s", "right"),
+                    ("BF16", "right"), ("FP8", "right"), *((("aliases", "left"),) if wide else ())))
 
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
 
     for g in rows:
-        t.add_row(g["name"], g["platform"], f"{g['total_mib']:,}" if g["total_mib"] else "?", num(g["mem_bw_gbps"]),
-                  num(g["bf16_dense_tflops"]), num(g["fp8_dense_tflops"]), ", ".join(g["aliases"]))
-    console().print(t)
+        nums = (f"{g['total_mib']:,}" if g["total_mib"] else "?", num(g["mem_bw_gbps"]),
+                num(g["bf16_dense_tflops"]), num(g["fp8_dense_tflops"]))
+        aliases = ", ".join(g["aliases"])
+        if wide:
+            t.add_row(g["name"], g["platform"], *nums, aliases)
+        else:
+            t.add_row(g["name"] + (f"\n[dim]{aliases}[/]" if aliases else ""), *nums)
+    con.print(t)
+    con.print("MiB: memory.total as nvidia-smi / amd-smi print it; GB/s: memory bandwidth (datasheet); BF16, FP8: "
+              "dense TFLOPS, no sparsity")
     return 0

@@ -56,26 +56,31 @@ def model_rows() -> list[dict[str, Any]]:
 
 
 def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentParser) -> int:
-    from kvplan.cli.tables import console
+    from kvplan.cli.tables import NARROW, add_columns, console, table
 
     rows = model_rows()
     if a.json:
         print(json.dumps({"scope": "kv_bytes_per_token_bf16: whole model, TP1, bf16 KV, per token; "
                           "checkpoint_gb: decimal GB, all ranks together", "models": rows}, indent=2))
         return 0
-    from rich.table import Table
-
-    t = Table(title="kvplan model catalog (KV per token: whole model, TP1, bf16)")
-    for col, just in (("model", "left"), ("architecture", "left"), ("attention", "left"), ("layers", "right"),
-                      ("KV B/token", "right"), ("context", "right"), ("checkpoint GB", "right")):
-        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    con = console()
+    wide = con.width >= NARROW  # narrower: the attention kind under the model id, no architecture (all in --json)
+    t = table("kvplan model catalog (KV per token: whole model, TP1, bf16)", con)
+    add_columns(t, (("model" if wide else "model / attention", "left"), *((("architecture", "left"),
+                                                                            ("attention", "left")) if wide else ()),
+                    ("layers", "right"), ("KV B/tok", "right"), ("context", "right"), ("ckpt GB", "right")))
     for r in rows:
         if "error" in r:
-            t.add_row(r["id"], "[red]" + r["error"] + "[/]", "", "", "", "", "")
+            t.add_row(r["id"] + "\n[red]" + r["error"] + "[/]", *[""] * (6 if wide else 4))
             continue
-        ck = "?" if r["checkpoint_gb"] is None else f"{r['checkpoint_gb']:,.1f}" + (" est." if
+        ck = "?" if r["checkpoint_gb"] is None else f"{r['checkpoint_gb']:,.1f}" + ("~" if
                                                                                    r["checkpoint_estimated"] else "")
-        t.add_row(r["id"], r["architecture"], r["attention"], str(r["layers"]), f"{r['kv_bytes_per_token_bf16']:,}",
-                  f"{r['context_len']:,}", ck)
-    console().print(t)
+        nums = (str(r["layers"]), f"{r['kv_bytes_per_token_bf16']:,}", f"{r['context_len']:,}", ck)
+        if wide:
+            t.add_row(r["id"], r["architecture"], r["attention"], *nums)
+        else:
+            t.add_row(f"{r['id']}\n[dim]{r['attention']}[/]", *nums)
+    con.print(t)
+    con.print("KV B/tok: KV bytes per token, whole model; ckpt GB: checkpoint, decimal GB (~ estimated from "
+              "config.json)")
     return 0

@@ -38,6 +38,8 @@ class DeployItem:
         return {"name": c.label, "source": c.source, "workload": c.workload, "container": c.name, "image": c.image,
                 "command": " ".join(c.argv),
                 "limits": {"memory_limit_bytes": c.memory_limit_bytes, "memory_limit_source": c.memory_limit_source,
+                           "memory_request_bytes": c.memory_request_bytes,
+                           "memory_request_source": c.memory_request_source,
                            "shm_bytes": c.shm_bytes, "shm_source": c.shm_source, "ipc_host": c.ipc_host,
                            "gpus_per_node": c.gpus, "gpu_product": c.gpu_product, "nodes": c.nodes,
                            "replicas": c.replicas},
@@ -103,6 +105,9 @@ def options_for(c: Container, base: dict[str, Any]) -> tuple[dict[str, Any], lis
     if c.memory_limit_bytes is not None and opts.get("container_mem_gib") is None:
         opts["container_mem_gib"] = c.memory_limit_bytes / GiB
         opts["container_mem_source"] = c.memory_limit_source
+    if c.memory_request_bytes is not None and opts.get("container_mem_request_gib") is None:
+        opts["container_mem_request_gib"] = c.memory_request_bytes / GiB
+        opts["container_mem_request_source"] = c.memory_request_source
     if opts.get("shm_gib") is None:
         if c.shm_bytes is not None:
             opts["shm_gib"] = c.shm_bytes / GiB

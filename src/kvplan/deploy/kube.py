@@ -164,14 +164,18 @@ def from_kube(doc: dict, source: str) -> list[Container]:
             notes = [f"$({v}) is not set in the manifest; left as written" for v in sorted(set(missing))]
             notes += [f"env {v} comes from a secret/config the manifest does not show" for v in unknown_env
                       if any(v in t for t in hit.argv)]
-            if mem is None and requests.get("memory") is not None:
-                notes.append(f"only a memory request ({requests['memory']}): no cgroup limit, the node's memory "
-                             "applies")
+            req = requests.get("memory")
+            req_bytes = k8s_bytes(req, f"{where} memory request") if req is not None else None
+            if mem is None and req is not None:
+                notes.append(f"only a memory request ({req}): no cgroup limit, the node's memory applies; the "
+                             "request is what the scheduler reserved")
             workload = f"{kind}/{name}" + (f" ({role})" if role else "")
             out.append(Container(
                 source=source, workload=workload, name=str(c.get("name") or ""),
                 argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=c.get("image"),
                 memory_limit_bytes=mem_bytes, memory_limit_source=f"resources.limits.memory: {mem}" if mem else None,
+                memory_request_bytes=req_bytes,
+                memory_request_source=f"resources.requests.memory: {req}" if req is not None else None,
                 shm_bytes=shm, shm_source=shm_src, ipc_host=ipc, gpus=gpus, gpu_product=_gpu_product(pod),
                 nodes=pods, replicas=replicas, engine_version=images.tag_version(c.get("image")), notes=tuple(notes)))
     return out

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from kvplan.deploy.model import Container
@@ -64,7 +65,7 @@ def _yaml_docs(text: str, source: str) -> list:
 
 def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
     """Containers in one file's text."""
-    from kvplan.deploy import compose, docker, images, kube, shell, slurm
+    from kvplan.deploy import compose, docker, images, kube, prodstack, shell, slurm
 
     stripped = text.lstrip()
     first = stripped.split(None, 1)[0].upper() if stripped else ""
@@ -74,7 +75,8 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         return [docker.from_dockerfile(text, source)]
     if slurm.is_sbatch(text):
         return [slurm.from_sbatch(text, source)]
-    if Path(name_hint).suffix.lower() in _YAML_EXT or re.search(r"(?m)^(apiVersion|kind|services)\s*:", text):
+    yaml_keys = r"(?m)^(apiVersion|kind|services|servingEngineSpec)\s*:"
+    if Path(name_hint).suffix.lower() in _YAML_EXT or re.search(yaml_keys, text):
         docs = _yaml_docs(text, source)
         out: list[Container] = []
         kinds: list[str] = []
@@ -86,6 +88,13 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
                 kinds.append(doc["kind"])
                 if doc["kind"] not in kube.SKIPPED_KINDS:
                     out += kube.from_kube(doc, source)
+            elif prodstack.is_values(doc):  # the serving stack's values: the Deployments its chart renders
+                kinds.append(prodstack.CHART)
+                skipped: list[str] = []
+                for d in prodstack.to_kube(doc, source, skipped):
+                    out += [replace(c, notes=(*c.notes, f"rendered from {prodstack.CHART} as the chart does "
+                                              "(deployment-vllm-multi.yaml)")) for c in kube.from_kube(d, source)]
+                kinds += skipped
             elif isinstance(doc, dict):
                 kinds.append("a mapping without apiVersion/kind or services")
             else:
@@ -93,7 +102,8 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         if not out:
             seen = ", ".join(dict.fromkeys(kinds)) or "nothing"
             raise KvplanError(f"{source}: no SGLang or vLLM container found (documents: {seen})",
-                              "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services")
+                              "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services, "
+                              "vLLM production-stack values")
         return out
     for m in _DOCKER_RUN.finditer(text):  # docker run ... (shell text)
         line_start = text.rfind("\n", 0, m.start()) + 1

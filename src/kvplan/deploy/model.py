@@ -20,6 +20,8 @@ class Container:
     image: str | None = None
     memory_limit_bytes: int | None = None  # cgroup memory limit of the container (per node for Slurm)
     memory_limit_source: str | None = None  # "resources.limits.memory: 400Gi"
+    memory_request_bytes: int | None = None  # the pod's memory request (Kubernetes resources.requests.memory)
+    memory_request_source: str | None = None
     shm_bytes: int | None = None  # size of /dev/shm inside the container; None = the host's (ipc host) / unknown
     shm_source: str = "unknown"
     ipc_host: bool = False  # shares the host's IPC namespace (--ipc=host, hostIPC: true)

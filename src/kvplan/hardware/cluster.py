@@ -49,12 +49,16 @@ class Cluster:
     container_limit_bytes: int | None = None  # cgroup memory limit of the engine's container on one node
     container_limit_source: str | None = None  # "resources.limits.memory: 400Gi"
     gpus_requested: int | None = None  # GPUs the container / job is given on one node
+    container_request_bytes: int | None = None  # the pod's memory request (what the scheduler reserved for it)
+    container_request_source: str | None = None  # "resources.requests.memory: 32Gi"
 
     def node_limits(self) -> dict[str, Any]:
-        """The NodePlan fields a container's limits fill (shm, cgroup limit, GPUs given)."""
+        """The NodePlan fields a container's limits fill (shm, cgroup limit, memory request, GPUs given)."""
         return {"shm_bytes": self.shm_bytes, "shm_source": self.shm_source,
                 "container_limit_bytes": self.container_limit_bytes,
-                "container_limit_source": self.container_limit_source, "gpus_requested": self.gpus_requested}
+                "container_limit_source": self.container_limit_source, "gpus_requested": self.gpus_requested,
+                "container_request_bytes": self.container_request_bytes,
+                "container_request_source": self.container_request_source}
 
     @property
     def gpu_mem_bytes(self) -> int:
@@ -90,6 +94,9 @@ def apply_limits(cluster: Cluster, options: PlanOptions | None) -> Cluster:
         changes.update(container_limit_bytes=limit, container_limit_source=src)
         if options.host_mem_gib is None:
             changes.update(host_mem_bytes=limit, host_mem_source=f"container memory limit ({src})")
+    if options.container_mem_request_gib is not None:
+        changes.update(container_request_bytes=int(options.container_mem_request_gib * GiB),
+                       container_request_source=options.container_mem_request_source or "--container-mem-request-gib")
     if options.gpus_requested is not None:
         changes["gpus_requested"] = options.gpus_requested
     return replace(cluster, **changes) if changes else cluster

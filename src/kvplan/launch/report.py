@@ -106,6 +106,11 @@ class Reporter:
             self.say(f"memory: launch peak {g(out.peak_tree)}; curve (1/s) {spark([c[1] for c in out.curve])}")
         if note:
             self.say(note)
+        if out.by == "server" and out.ready_t is None and out.last_lines and diag is None:
+            # the engine died during start-up (a missing module, a bad flag, an OOM): what it said last is the why
+            self.say(f"the server exited before it was ready (code {out.server_code}); the last lines of its log:")
+            for line in out.last_lines[-8:]:
+                self.say(f"  {'log':<12} {line[:200]}")
         if diag is not None:
             self.say(diag.headline)
             for label, text in diag.rows:

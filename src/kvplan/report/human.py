@@ -1,4 +1,8 @@
-"""Rich tables for people. Every row names its scope (per rank / per node / per replica) and unit."""
+"""Rich tables for people. Every row names its scope (per rank / per node / per replica) and unit.
+
+The first screen answers: the command checked (or built), the verdict, the errors and warnings with their fixes and
+the suggested command; then the detail tables, the good-to-know findings and the assumptions, and the verdict again
+at the end of a long report."""
 
 from __future__ import annotations
 
@@ -22,17 +26,32 @@ def _table(title: str, columns: tuple[str, ...]) -> Any:
     return t
 
 
-def render(result: CheckResult, console: Any = None) -> None:
+def verdict_line(result: CheckResult) -> str:
+    """``verdict: FAIL (2 errors, 2 warnings, 2 info)``."""
+    counts = [(sum(f.severity == sev for f in result.findings), sev) for sev in ("error", "warning", "info")]
+    said = ", ".join(f"{n} {sev if sev == 'info' else sev + ('s' if n != 1 else '')}" for n, sev in counts if n)
+    return (f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]"
+            + (f" ({said})" if said else ""))
+
+
+def render(result: CheckResult, console: Any = None, title: str = "kvplan check", command_label: str = "checked"
+           ) -> None:
+    """The report of a checked launch; ``title`` and ``command_label`` name the front door (``kvplan plan`` prints
+    the command it built)."""
     from kvplan.report.console import console as make_console
 
     con = console or make_console()
     p, n, rep, s = result.plan, result.plan.per_node, result.plan.per_replica, result.plan.settings
     c = p.cluster
     host = c.host_mem_source if c.host_mem_gib is None else f"{c.host_mem_gib:,} GiB ({c.host_mem_source})"
-    con.print(f"[bold]kvplan check[/] · {p.engine} {p.engine_version} [dim]({p.version_source})[/] · "
+    con.print(f"[bold]{title}[/] · {p.engine} {p.engine_version} [dim]({p.version_source})[/] · "
               f"{p.model.name} [dim]({p.model.architecture}, {p.model.attention})[/]")
     con.print(f"[dim]{c.gpu} · {c.gpu_mem_mib:,} MiB per GPU ({c.gpu_source}) · "
               f"{c.gpus_per_node} GPUs per node × {c.nodes} node(s) · host memory per node {host}[/]")
+    con.print(f"[bold]command {command_label}[/]: {p.command}", soft_wrap=True, highlight=False)
+    con.print(verdict_line(result))
+    render_findings(result, con, ("error", "warning"))
+    con.print()
 
     t = _table(f"Per rank (each of {s.world_size} ranks)", ("what", "value", "how"))
     from kvplan.engines import get_engine
@@ -66,18 +85,26 @@ def render(result: CheckResult, console: Any = None) -> None:
         t.add_row("replicas in this launch (--dp)", f"{rep.replicas}")
     con.print(t)
 
-    render_findings(result, con)
+    for f in result.findings:
+        if f.severity == "info":
+            _finding(f, con)
     for a in p.assumptions:
         con.print(f"[dim]· {a}[/]")
-    con.print(f"verdict: [{VERDICT_STYLE[result.verdict]}] {result.verdict.upper()} [/]")
+    con.print(verdict_line(result))
 
 
-def render_findings(result: CheckResult, con: Any) -> None:
-    """Each finding with its fix line, then the suggested command (or why none passes): check's report, which
-    ``kvplan explain`` prints the same way for the launch it rebuilt."""
+def _finding(f: Any, con: Any) -> None:
+    con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
+    con.print(f"         [green]fix:[/] {f.fix}")
+
+
+def render_findings(result: CheckResult, con: Any, severities: tuple[str, ...] = ("error", "warning", "info")
+                    ) -> None:
+    """The findings of these severities, each with its fix line, then the suggested command (or why none passes):
+    check's report, which ``kvplan explain`` prints the same way for the launch it rebuilt."""
     for f in result.findings:
-        con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
-        con.print(f"         [green]fix:[/] {f.fix}")
+        if f.severity in severities:
+            _finding(f, con)
     if result.suggested_command:
         con.print("\n[bold]suggested command[/]")
         con.print(result.suggested_command, soft_wrap=True, highlight=False)
