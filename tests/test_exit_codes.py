@@ -57,3 +57,39 @@ def test_check_exit_1_on_an_error_finding_and_0_otherwise():
 def test_bad_usage_is_2():
     assert run_cli(["check", "--gpu-mem-mib", "-5", "--", "vllm", "serve", "Qwen/Qwen3-8B"])[0] == 2
     assert run_cli(["diagnose"])[0] == 2
+
+
+PIPED = [
+    (["check", "--example"], 1),  # the verdict's code (fail)
+    (["check", "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen3-8B"], 0),
+    (["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h100"], 0),
+    (["gpus"], 0),
+    (["models"], 0),
+    (["simulate", "--gpu", "h100", "--requests", "20", "--prompt-len", "100", "--output-len", "50", "--concurrency",
+      "4", "--", "vllm", "serve", "Qwen/Qwen3-8B"], 0),
+    (["tune", "--gpu", "h100", "--requests", "20", "--prompt-len", "100", "--output-len", "50", "--concurrency",
+      "4", "--", "vllm", "serve", "Qwen/Qwen3-8B"], 0),
+]
+
+
+@pytest.mark.parametrize("args,code", PIPED, ids=[" ".join(a[:2]) for a, _ in PIPED])
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_closed_pipe_is_no_error(args, code, json_out):
+    # `kvplan ... | head`: the reader is gone before kvplan writes (its end of the pipe closed at once, so every
+    # write fails with EPIPE whatever the output's size): the command's own code, nothing on stderr
+    import subprocess
+    import sys
+
+    if json_out:
+        args = [*args[:1], "--json", *args[1:]]
+    p = subprocess.Popen([sys.executable, "-m", "kvplan", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == code, err
+    assert "Traceback" not in err and "internal error" not in err, err
+
+
+def test_the_readme_states_the_pipe_rule():
+    text = (ROOT / "README.md").read_text().split("### Exit codes", 1)[1]
+    assert "closed output pipe" in text

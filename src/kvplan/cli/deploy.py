@@ -21,23 +21,27 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
     result = check_containers(read_deployments(list(a.file)), opts)
     if getattr(a, "html", None):
         write_reports(a.html, result)
-    if a.json:
-        print(json.dumps(result.to_dict(), indent=2))
-        return result.exit_code
-    from rich.console import Console
+    try:
+        if a.json:
+            print(json.dumps(result.to_dict(), indent=2), flush=True)
+            return result.exit_code
+        from kvplan.report.console import console as make_console
+        from kvplan.report.human import render
 
-    from kvplan.report.human import render
+        console = make_console()
+        for item in result.items:
+            console.rule(f"[bold]{item.container.label}[/]")
+            for note in (*item.container.notes, *item.assumptions):
+                console.print(f"[dim]note: {note}[/]")
+            if item.result is None:
+                console.print(f"[red]cannot plan this container: {item.error}[/]")
+            else:
+                render(item.result, console)
+        console.print(f"[bold]deployments: {len(result.items)} container(s), verdict {result.verdict}[/]")
+    except BrokenPipeError:  # `kvplan check -f ... | head`: the verdict stands, the closed pipe is no error
+        from kvplan.report.console import quiet_stdout
 
-    console = Console()
-    for item in result.items:
-        console.rule(f"[bold]{item.container.label}[/]")
-        for note in (*item.container.notes, *item.assumptions):
-            console.print(f"[dim]note: {note}[/]")
-        if item.result is None:
-            console.print(f"[red]cannot plan this container: {item.error}[/]")
-        else:
-            render(item.result, console)
-    console.print(f"[bold]deployments: {len(result.items)} container(s), verdict {result.verdict}[/]")
+        quiet_stdout()
     return result.exit_code
 
 

@@ -10,7 +10,7 @@ import textwrap
 
 HEAD = "exit codes:"
 COMMON = ((2, "bad usage, a bad option value or unreadable input (one line says what)"),
-          (130, "interrupted (Ctrl-C) or the output pipe closed"))
+          (130, "interrupted (Ctrl-C); a closed output pipe (| head) is no error: the command's own code"))
 
 
 def exit_codes(*rows: tuple[int, str]) -> str:

@@ -16,10 +16,11 @@ def _n(v: Any, fmt: str = ",.0f") -> str:
 
 
 def render(res: DiagnoseResult, console: Any = None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = console or Console()
+    from kvplan.report.console import console as make_console
+
+    con = console or make_console()
     d, o = res.to_dict(), res.observed
     src = " + ".join(f"{k} {v}" for k, v in res.sources.items() if v and k in ("url", "log"))
     con.print(f"[bold]kvplan diagnose[/] · {res.engine or '?'} {res.engine_version or ''} · {src}", highlight=False)

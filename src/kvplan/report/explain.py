@@ -19,10 +19,11 @@ def _fmt(v: Any) -> str:
 
 
 def render_explain(res: ExplainResult, console: Any = None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = console or Console()
+    from kvplan.report.console import console as make_console
+
+    con = console or make_console()
     f = res.facts
     con.print(f"[bold]kvplan explain[/] · {res.engine} {res.engine_version} [dim]({res.version_source})[/]")
     con.print(f"[dim]{f.lines_read:,} lines read, {f.lines_matched:,} recognised; rebuilt launch: {res.command}[/]")

@@ -34,10 +34,11 @@ def render_calibration(fit: Any, console: Any) -> None:
 
 
 def render_simulation(res: Any, fit: Any = None, series: bool = False) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    c = Console()
+    from kvplan.report.console import console as make_console
+
+    c = make_console()
     d = res.to_dict()
     ln, wl = d["launch"], d["workload"]
     c.print(f"[bold]{ln['engine']} {ln['engine_version']}[/bold] · {ln['kv_tokens_per_instance']:,} KV tokens × "
@@ -90,10 +91,11 @@ def render_simulation(res: Any, fit: Any = None, series: bool = False) -> None:
 
 
 def render_tune(res: Any, fit: Any, top: int) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    c = Console()
+    from kvplan.report.console import console as make_console
+
+    c = make_console()
     first = res.ranked[0] if res.current.refused and res.ranked and res.ranked[0].name == "repaired" else res.current
     if fit is not None:
         d = fit.to_dict(max_rows=0)
