@@ -88,6 +88,20 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
 
 
 def spec_from_catalog(entry: dict[str, Any]) -> ModelSpec:
+    """The spec of a catalog entry, built once per entry (the catalog is data the package ships: it does not change
+    while the process runs), so every plan of the model shares one spec and its memoized facts."""
+    hit = _CATALOG_SPECS.get(id(entry))
+    if hit is None or hit[0] is not entry:
+        if len(_CATALOG_SPECS) >= 256:
+            _CATALOG_SPECS.clear()
+        hit = _CATALOG_SPECS[id(entry)] = (entry, _spec_from_entry(entry))
+    return hit[1]
+
+
+_CATALOG_SPECS: dict[int, tuple[dict[str, Any], ModelSpec]] = {}  # id(entry) -> (entry, spec); entries stay alive
+
+
+def _spec_from_entry(entry: dict[str, Any]) -> ModelSpec:
     spec = spec_from_config(entry["config"], name=entry["id"], weight_bytes=entry.get("weight_bytes"),
                             weight_bytes_source=entry.get("weight_bytes_source"), source=entry.get("source"))
     if entry.get("weights_unknown") and entry.get("weight_bytes") is None:
@@ -144,8 +158,24 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     entry = catalog_entry(model)
     if entry is not None:
-        spec = spec_from_catalog(entry)
-        note = resolution_note(model, entry)
-        return replace(spec, notes=(note, *spec.notes)) if note else spec
+        return _catalog_spec(model, entry)
     raise KvplanError(f"unknown model {model!r}: not a local checkpoint, not in the HF cache, not in the catalog",
                       "pass --model-config PATH/TO/config.json (kvplan never downloads)")
+
+
+def _catalog_spec(name: str, entry: dict[str, Any]) -> ModelSpec:
+    """The catalog entry's spec as asked for by ``name`` (an alias or another organisation's name adds a note), one
+    instance per name and entry."""
+    key = (name, id(entry))
+    hit = _NAMED_SPECS.get(key)
+    if hit is None or hit[0] is not entry:
+        spec = spec_from_catalog(entry)
+        note = resolution_note(name, entry)
+        hit = (entry, replace(spec, notes=(note, *spec.notes)) if note else spec)
+        if len(_NAMED_SPECS) >= 256:
+            _NAMED_SPECS.clear()
+        _NAMED_SPECS[key] = hit
+    return hit[1]
+
+
+_NAMED_SPECS: dict[tuple[str, int], tuple[dict[str, Any], ModelSpec]] = {}
