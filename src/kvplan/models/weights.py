@@ -26,10 +26,11 @@ class Tensors:
 
 
 def estimate_weight_bytes(spec: ModelSpec, quant: dict[str, Any] | None) -> int:
-    """Whole-checkpoint bytes (all ranks together) from config.json's architecture and quantization_config."""
-    from kvplan.models.synth import synthesize_groups
+    """Whole-checkpoint bytes (all ranks together) from config.json's architecture and quantization_config (once per
+    model: ``models.facts.checkpoint_bytes``)."""
+    from kvplan.models.facts import checkpoint_bytes
 
-    return sum(g.nbytes for g in synthesize_groups(spec, quant if quant is not None else {}))
+    return checkpoint_bytes(spec, quant)
 
 
 def override_bytes(override_gib: float) -> int:
@@ -60,12 +61,23 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
 _HEADER_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], tuple[TensorGroup, ...]] = {}
 
 
-def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
-    from kvplan.models.tensors import group_tensors, read_safetensors_headers, safetensors_files
+def checkpoint_key(checkpoint_dir: str | None) -> tuple[str, tuple[tuple[str, int, int], ...]] | None:
+    """What a checkpoint directory's tensors depend on: its real path and each safetensors file's name, size and
+    mtime (None without a directory)."""
+    from kvplan.models.tensors import safetensors_files
 
+    if not checkpoint_dir:
+        return None
     files = safetensors_files(checkpoint_dir)
-    key = (os.path.realpath(checkpoint_dir),
-           tuple((f.name, int(f.stat().st_size), int(f.stat().st_mtime_ns)) for f in files))
+    return (os.path.realpath(checkpoint_dir),
+            tuple((f.name, int(f.stat().st_size), int(f.stat().st_mtime_ns)) for f in files))
+
+
+def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
+    from kvplan.models.tensors import group_tensors, read_safetensors_headers
+
+    key = checkpoint_key(checkpoint_dir)
+    assert key is not None
     if key not in _HEADER_CACHE:
         if len(_HEADER_CACHE) >= 4:
             _HEADER_CACHE.pop(next(iter(_HEADER_CACHE)))
@@ -75,7 +87,7 @@ def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
 
 def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
     """The checkpoint's tensor groups: headers if ``checkpoint_dir`` has safetensors files, else synthesized."""
-    from kvplan.models.synth import synthesis_notes, synthesize_groups
+    from kvplan.models.facts import synthesized
 
     if checkpoint_dir:
         from kvplan.models.tensors import safetensors_files
@@ -87,8 +99,8 @@ def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
     if model.config is None:
         raise KvplanError(f"{model.name}: no config.json to derive the weights from",
                           "pass --model-config PATH or --weights-gib (per rank)")
-    groups = tuple(synthesize_groups(model))
-    return Tensors(groups, False, "synthesized from config.json (no safetensors at hand)", synthesis_notes(model))
+    groups, notes = synthesized(model)
+    return Tensors(groups, False, "synthesized from config.json (no safetensors at hand)", notes)
 
 
 def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
