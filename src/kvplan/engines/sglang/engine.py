@@ -204,7 +204,7 @@ class SGLangEngine(Engine):
                                   options.host_mem_gib, world_size=args.world_size, limits=options,
                                   local_host=options.local_host)
         gpu = plan_gpu(model, args, cluster, rules, version, options.weights_gib, options.free_gib)
-        band = kv_tokens_band(model, args, cluster, rules, version, gpu)
+        band = kv_tokens_band(gpu)
         # ranks_per_host = launch_world_size // nnodes (the engine's own split, 0.5.20+)
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
         seen = cluster.host_mem_bytes  # 0.5.23's check also reads the cgroup: min(available, cgroup headroom)
