@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models.config import checkpoint_weight_bytes, read_config_file, spec_from_config
+from kvplan.models.paths import stat_mode
 from kvplan.models.spec import ModelSpec
 
 CATALOG_FILE = Path(__file__).with_name("catalog.json")
@@ -65,12 +67,22 @@ def resolution_note(name: str, entry: dict[str, Any]) -> str | None:
 
 
 def _hf_cache_dirs() -> list[Path]:
-    dirs = []
-    if os.environ.get("HF_HUB_CACHE"):
-        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
-    home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
-    dirs.append(home / "hub")
-    return dirs
+    """The HF hub cache directories (HF_HUB_CACHE, then HF_HOME/hub), per the environment variables that name them."""
+    env = os.environ
+    key = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("HOME"))
+    if key not in _HF_DIRS:
+        dirs = []
+        if os.environ.get("HF_HUB_CACHE"):
+            dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+        home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+        dirs.append(home / "hub")
+        if len(_HF_DIRS) >= 16:
+            _HF_DIRS.clear()
+        _HF_DIRS[key] = tuple(dirs)
+    return list(_HF_DIRS[key])
+
+
+_HF_DIRS: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
 
 
 def find_in_hf_cache(repo_id: str) -> Path | None:
@@ -80,7 +92,7 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
     folder = "models--" + repo_id.replace("/", "--")
     for root in _hf_cache_dirs():
         snaps = root / folder / "snapshots"
-        if snaps.is_dir():
+        if stat.S_ISDIR(stat_mode(snaps)):
             found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
             if found:
                 return found[0]
@@ -146,7 +158,8 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
     p = Path(model).expanduser()
-    if p.is_dir() or (p.is_file() and p.suffix == ".json"):
+    mode = stat_mode(p)
+    if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and p.suffix == ".json"):
         return _spec_from_file(p, name=model)
     cached = find_in_hf_cache(model)
     if cached is not None:

@@ -8,11 +8,13 @@ size (``estimate_weight_bytes``) is the same sum without sharding.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import KvplanError
+from kvplan.models.paths import stat_mode
 from kvplan.models.spec import ModelSpec
 from kvplan.models.tensors import TensorGroup
 
@@ -49,9 +51,9 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
         if not cand or "://" in str(cand):
             continue
         p = Path(str(cand)).expanduser()
-        d = p if p.is_dir() else p.parent
+        d = p if stat.S_ISDIR(stat_mode(p)) else p.parent
         try:
-            if d.is_dir() and any(d.glob("*.safetensors")):
+            if stat.S_ISDIR(stat_mode(d)) and any(d.glob("*.safetensors")):
                 return str(d)
         except OSError:
             continue

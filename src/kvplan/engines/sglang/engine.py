@@ -247,7 +247,9 @@ class SGLangEngine(Engine):
             host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
             model_path=args.model_path, world_size=args.world_size, nnodes=args.nnodes,
-            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
+            # the estimate without --weights-gib: the pool's own weights when none was given
+            checkpoint_weights_bytes_per_rank=gpu.weights_bytes if options.weights_gib is None
+            else model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
                     model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
