@@ -98,15 +98,15 @@ class ModelSpec:
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
 
-    @property
+    @cached_property
     def n_full_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "full")
 
-    @property
+    @cached_property
     def n_swa_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "swa")
 
-    @property
+    @cached_property
     def n_linear_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "linear")
 
@@ -115,7 +115,7 @@ class ModelSpec:
         """Width of one MLA latent row: kv_lora_rank + qk_rope_head_dim."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
-    @property
+    @cached_property
     def attention_kind(self) -> str:
         """Human label: MLA, MHA, MQA or GQA (plus hybrids)."""
         if self.is_mla:

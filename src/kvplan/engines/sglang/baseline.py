@@ -129,6 +129,7 @@ def _default_fit() -> _Fit:
     return _fit(POINTS)
 
 
+@lru_cache(maxsize=512)
 def baseline_overhead(gpu: str | None, ranks_per_node: int) -> Estimate:
     """GPU memory a rank holds before SGLang measures T, for this GPU (name as nvidia-smi/amd-smi print it, or
     None) and this many ranks of the launch on one node. T = memory.total - value (low/high: the range)."""

@@ -252,7 +252,7 @@ class SGLangEngine(Engine):
             else model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
-                    model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                    model=ModelSummary.of(model), cluster=ClusterSummary(**cluster.summary()),
                     per_rank=rank, per_node=node,
                     per_replica=replica, settings=settings,
                     assumptions=gpu.assumptions)

@@ -232,7 +232,7 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
         checkpoint_weights_bytes_per_rank=estimate,  # the estimate without --weights-gib (None: unknown)
     )
     return Plan(engine=engine_name, engine_version=version, version_source=vsrc, command=cmd.text(),
-                model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                model=ModelSummary.of(model), cluster=ClusterSummary(**cluster.summary()),
                 per_rank=rank, per_node=node,
                 per_replica=replica, settings=settings,
                 assumptions=tuple(notes))
