@@ -37,7 +37,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 KIMI = ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --mem-fraction-static 0.85 "
         "--trust-remote-code --enable-hierarchical-cache --hicache-size 300")
@@ -145,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold", type=int, default=5, help="cold starts of each process (0: skip)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's kvplan, installed or not
     load0 = os.getloadavg()[0]
     res = measure(a.rounds, a.seconds)
     if a.cold:
