@@ -1,6 +1,7 @@
 """Per-rank sums over rows (``tensors.fold_rows``: groups identical but for their layer, placed once) equal, to the
-byte and in the order of their parts, the walk of every group that ``sharding.per_rank_sum`` did before issue 23;
-here that walk is kept as the reference and both engines' whole weight estimates are compared with it."""
+byte and in the order of their parts, the walk of every group that ``sharding.per_rank_sum`` and SGLang's
+allocator-segment sum did before issue 23; here those walks are kept as the reference and both engines' whole
+weight estimates are compared with them."""
 
 from __future__ import annotations
 
@@ -38,6 +39,38 @@ def walk_every_group(groups, place, layer_ranges) -> StageSums:
     return sums
 
 
+def segments_every_group(groups, place, layers: range) -> int:
+    """engines/sglang/weights.py::_segment_rounding as it was: one placement per group."""
+    from kvplan.models.placement import role_of
+    from kvplan.models.torch_allocator import reserved_overhead_bytes
+
+    sizes: dict[tuple, int] = {}
+    for g in groups:
+        if g.layer is not None and g.layer not in layers:
+            continue
+        p = place(g)
+        if p is None:
+            continue
+        parts = g.template.rsplit(".", 2)
+        leaf = parts[-1]
+        mod = parts[-2] if len(parts) >= 2 else g.template
+        prefix = parts[0] if len(parts) == 3 else ""
+        merged = {"gate_proj": "w13", "up_proj": "w13", "w1": "w13", "w3": "w13", "q_proj": "qkv", "k_proj": "qkv",
+                  "v_proj": "qkv", "q_a_proj": "qkv_a", "kv_a_proj_with_mqa": "qkv_a"}.get(mod, mod)
+        expert = role_of(g).group == "experts"
+        if expert:
+            prefix = prefix.split("experts")[0]
+        key = (g.layer, expert, prefix, merged, leaf)
+        sizes[key] = sizes.get(key, 0) + shard_bytes(g, p)
+
+    def order(k: tuple) -> tuple[int, int]:
+        if k[0] is None:
+            return (0 if "embed" in (k[2] + k[3]) else 2, 0)
+        return (1, k[0])
+
+    return reserved_overhead_bytes(sizes[k] for k in sorted(sizes, key=order))
+
+
 SPECS = {s.name: s for s in (spec_from_catalog(e) for e in catalog_entries())}
 FAMILIES = ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B-FP8",
             "Qwen/Qwen3-Next-80B-A3B-Instruct", "deepseek-ai/DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V3",
@@ -60,6 +93,7 @@ def test_estimate_over_rows_equals_the_walk(engine, model, flags, platform, vers
         args = parse_sglang(split_command(f"python -m sglang.launch_server --model-path {model} {flags}"))
         new = sgw._estimate_stage(spec, sgw.WeightArgs.of(args), platform, version, None, None)
         monkeypatch.setattr(sgw, "per_rank_sum", walk_every_group)
+        monkeypatch.setattr(sgw, "_segment_rounding", segments_every_group)
         old = sgw._estimate_stage(spec, sgw.WeightArgs.of(args), platform, version, None, None)
     else:
         args = parse_vllm(split_command(f"vllm serve {model} {flags}"))

@@ -35,15 +35,17 @@ def synthesis_notes(spec, quant_config: dict[str, Any] | None = None) -> tuple[s
 def synthesized(spec, quant_config: dict[str, Any] | None = None) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:
     """(tensor groups, notes) of ``spec``'s checkpoint (``quant_config`` None: the config's own
     quantization_config; ``{}``: unquantized), built once per model and quantization: the key is
-    ``ModelSpec.identity`` and the quantization as canonical JSON."""
-    q = None if quant_config is None else json.dumps(quant_config, sort_keys=True, default=str)
-    return _SYNTH.get((spec.identity, q), lambda: _synthesize(spec, quant_config))
+    ``ModelSpec.identity`` and the quantization used as canonical JSON."""
+    q = quant_config if quant_config is not None else quant_config_of(dict(spec.config or {}))
+    key = (spec.identity, json.dumps(q, sort_keys=True, default=str))
+    return _SYNTH.get(key, lambda: _build(spec, q, dict(spec.config or {})))
 
 
 _SYNTH: Memo[tuple[tuple[TensorGroup, ...], tuple[str, ...]]] = Memo("synthesized tensors", 32)
 
 
 def _synthesize(spec, quant_config: dict[str, Any] | None) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:
+    """The synthesis without the memo."""
     top = dict(spec.config or {})
     return _build(spec, quant_config if quant_config is not None else quant_config_of(top), top)
 

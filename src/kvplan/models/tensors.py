@@ -94,7 +94,22 @@ class TensorRow:
 
 
 def fold_rows(groups: Sequence[TensorGroup]) -> tuple[TensorRow, ...]:
-    """The groups folded into rows (``TensorRow``), in the order each row's first group comes."""
+    """The groups folded into rows (``TensorRow``), in the order each row's first group comes; once per group
+    tuple (a model's tensors are one memoized tuple per model and dtype)."""
+    if not isinstance(groups, tuple):
+        return _fold(groups)
+    hit = _FOLDED.get(id(groups))
+    if hit is None or hit[0] is not groups:
+        if len(_FOLDED) >= 32:
+            _FOLDED.clear()
+        hit = _FOLDED[id(groups)] = (groups, _fold(groups))
+    return hit[1]
+
+
+_FOLDED: dict[int, tuple[tuple[TensorGroup, ...], tuple[TensorRow, ...]]] = {}
+
+
+def _fold(groups: Sequence[TensorGroup]) -> tuple[TensorRow, ...]:
     rows: dict[object, list[tuple[int | None, int, TensorGroup]]] = {}
     for i, g in enumerate(groups):
         key: object = (g.template, g.shape, g.dtype, g.count) if g.layer is not None else i

@@ -110,7 +110,20 @@ def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGr
     under ``set_default_torch_dtype(model dtype)`` and copy the checkpoint into them). Quantization scales and
     fp32-by-construction tensors (``e_score_correction_bias``) keep their dtype; per-channel scales
     [out, 1] are float32 parameters whatever the checkpoint stored (``ChannelQuantScaleParameter(...,
-    dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights)."""
+    dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights). Once per
+    group tuple and dtype."""
+    hit = _HELD.get((id(groups), dtype))
+    if hit is None or hit[0] is not groups:
+        if len(_HELD) >= 32:
+            _HELD.clear()
+        hit = _HELD[(id(groups), dtype)] = (groups, _hold(groups, dtype))
+    return hit[1]
+
+
+_HELD: dict[tuple[int, str], tuple[tuple[TensorGroup, ...], tuple[TensorGroup, ...]]] = {}
+
+
+def _hold(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
     from dataclasses import replace
 
     out = []

@@ -287,13 +287,19 @@ def _tied(groups) -> bool:
 def _segment_rounding(groups, place, layers: range) -> int:
     """Caching-allocator segment tails over SGLang's parameters as the model builds them (``models.torch_allocator``):
     one parameter per fused module and layer (q/k/v -> ``qkv_proj``, gate/up -> ``gate_up_proj``, experts stacked
-    as w13 / w2 per layer), created embedding first, then layer by layer, then the rest."""
+    as w13 / w2 per layer), created embedding first, then layer by layer (each layer's in the order its groups come),
+    then the rest. Groups alike but for their layer are placed once (``tensors.fold_rows``)."""
     from kvplan.models.sharding import shard_bytes
+    from kvplan.models.tensors import fold_rows
     from kvplan.models.torch_allocator import reserved_overhead_bytes
 
     sizes: dict[tuple, int] = {}
-    for g in groups:
-        if g.layer is not None and g.layer not in layers:
+    first: dict[tuple, int] = {}  # the position of the first group of each parameter
+    for row in fold_rows(groups):
+        g = row.group
+        members = [(None, row.positions[0])] if g.layer is None else \
+            [(layer, pos) for layer, pos in zip(row.layers, row.positions, strict=True) if layer in layers]
+        if not members:
             continue
         p = place(g)
         if p is None:
@@ -307,13 +313,17 @@ def _segment_rounding(groups, place, layers: range) -> int:
         expert = role_of(g).group == "experts"
         if expert:  # experts.{e}.w1 ... -> one stacked parameter per layer
             prefix = prefix.split("experts")[0]
-        key = (g.layer, expert, prefix, merged, leaf)
-        sizes[key] = sizes.get(key, 0) + shard_bytes(g, p)
+        n = shard_bytes(g, p)
+        for layer, pos in members:
+            key = (layer, expert, prefix, merged, leaf)
+            sizes[key] = sizes.get(key, 0) + n
+            if pos < first.get(key, pos + 1):
+                first[key] = pos
 
-    def order(k: tuple) -> tuple[int, int]:
+    def order(k: tuple) -> tuple[int, int, int]:
         if k[0] is None:
-            return (0 if "embed" in (k[2] + k[3]) else 2, 0)
-        return (1, k[0])
+            return (0 if "embed" in (k[2] + k[3]) else 2, 0, first[k])
+        return (1, k[0], first[k])
 
     return reserved_overhead_bytes(sizes[k] for k in sorted(sizes, key=order))
 
