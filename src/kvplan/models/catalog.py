@@ -89,13 +89,14 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
     """config.json of ``org/name`` in the local HF cache (newest snapshot), offline."""
     if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
         return None
-    folder = "models--" + repo_id.replace("/", "--")
+    folder = "models--" + repo_id.replace("/", "--")  # one path component
     for root in _hf_cache_dirs():
+        if not stat.S_ISDIR(stat_mode(os.path.join(str(root), folder, "snapshots"))):
+            continue
         snaps = root / folder / "snapshots"
-        if stat.S_ISDIR(stat_mode(snaps)):
-            found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-            if found:
-                return found[0]
+        found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if found:
+            return found[0]
     return None
 
 

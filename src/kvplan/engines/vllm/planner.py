@@ -185,8 +185,8 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
     # the band: the same capacity at every estimated term's high end, then at its low end (terms.Budget)
     cap_lo, cap_hi = (capacity(layout, max(0, x), block, max_len, batches * mnbt, rules.capacity_formula,
                                args.num_gpu_blocks_override) for x in b.available_range_bytes)
-    per_req_bytes = _request_bytes(max(stages, key=lambda st: sum(x.page_bytes for x in st)), block, max_len,
-                                   batches * mnbt)
+    biggest = stages[0] if len(stages) == 1 else max(stages, key=lambda st: sum(x.page_bytes for x in st))
+    per_req_bytes = _request_bytes(biggest, block, max_len, batches * mnbt)
     ranks_node = min(cluster.gpus_per_node, args.world_size)
     tiers = host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node, full_weights_bytes)
     node_host = sum(t.node_bytes for t in tiers)
@@ -242,6 +242,8 @@ def _request_bytes(stage: list[LayerSpec], block: int, max_len: int, in_flight: 
     """Σ over the stage's layers of blocks_per_request × page_bytes: one full request's KV on a rank (layers of one
     kind share one spec, ``memory.layer_specs``: each distinct spec is sized once and counted)."""
     counts = Counter(map(id, stage))
+    if len(counts) == 1:  # every layer alike
+        return stage[0].blocks_per_request(block, max_len, in_flight) * stage[0].page_bytes * len(stage)
     distinct = {id(s): s for s in stage}
     return sum(s.blocks_per_request(block, max_len, in_flight) * s.page_bytes * counts[i]
                for i, s in distinct.items())
