@@ -17,13 +17,20 @@ from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
+from kvplan.engines.vllm.installed import installed_vllm
 from kvplan.engines.vllm.kvcache import LayerSpec, capacity, group_layers
 from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.mla import kv_heads
 from kvplan.engines.vllm.profile import batch_defaults, engine_kind
 from kvplan.engines.vllm.profiled import ProfileInputs
+from kvplan.engines.vllm.rules import default_version, rules_for
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings
 from kvplan.engines.vllm.v1_oracle import V0_ONLY_SETTINGS, v0_fallback
+from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
 from kvplan.errors import KvplanError
+from kvplan.hardware.cluster import resolve_cluster
+from kvplan.models.catalog import resolve_model
+from kvplan.models.weights_band import WeightsPlan
 from kvplan.options import PlanOptions
 from kvplan.result import (
     ClusterSummary,
@@ -67,13 +74,6 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int | None) -> HostFix | 
 def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
     """The launch -> the plan: version, model, cluster, block size, dtype, the per-rank budget (memory.budget),
     blocks and tokens (kvcache.capacity), host tiers, and the settings the rest of kvplan reads."""
-    from kvplan.engines.vllm.installed import installed_vllm
-    from kvplan.engines.vllm.rules import default_version, rules_for
-    from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
-    from kvplan.hardware.cluster import resolve_cluster
-    from kvplan.models.catalog import resolve_model
-    from kvplan.models.weights_band import WeightsPlan
-
     args = args or parse_vllm(cmd)
     here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
     if here and here[1] and not args.is_cpu and not (options.gpu or options.gpu_mem_mib):
@@ -104,8 +104,6 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
                                   options.host_mem_gib, world_size=args.world_size,
                                   limits=options, local_host=options.local_host)
-    from kvplan.engines.vllm.mla import kv_heads
-
     hk = kv_heads(model, version, args.env)
     if hk.note:
         notes.append(hk.note)
