@@ -124,16 +124,14 @@ _HELD: dict[tuple[int, str], tuple[tuple[TensorGroup, ...], tuple[TensorGroup, .
 
 
 def _hold(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
-    from dataclasses import replace
-
     out = []
     for g in groups:
         leaf = g.template.rsplit(".", 1)[-1]
         if leaf == "weight_scale" and len(g.shape) == 2 and g.shape[1] == 1 and g.dtype in ("F16", "BF16"):
-            out.append(replace(g, dtype="F32"))
+            out.append(TensorGroup(g.template, g.shape, "F32", g.layer, g.count))
             continue
         if g.dtype in ("F32", "F16", "BF16") and g.dtype != dtype and "scale" not in leaf \
                 and leaf != "e_score_correction_bias":
-            g = replace(g, dtype=dtype)
+            g = TensorGroup(g.template, g.shape, dtype, g.layer, g.count)
         out.append(g)
     return tuple(out)

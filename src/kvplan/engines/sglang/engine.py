@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
-from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.loggpu import LogGpu
-from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
@@ -17,10 +14,15 @@ from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
-from kvplan.logs.facts import LogFacts
-from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
 from kvplan.units import GiB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
+    from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+    from kvplan.logs.facts import LogFacts
+    from kvplan.options import PlanOptions
 
 # the benchmark entry points take the same ServerArgs and build the same pools
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",

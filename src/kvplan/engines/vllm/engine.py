@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
-from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.loggpu import LogGpu
-from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import deploy, launch, server
 from kvplan.engines.vllm.rules import NEWEST
-from kvplan.logs.facts import LogFacts
-from kvplan.options import PlanOptions
 from kvplan.result import (
     Plan,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
+    from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.engines.vllm.args import VLLMArgs
+    from kvplan.logs.facts import LogFacts
+    from kvplan.options import PlanOptions
 
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
 
