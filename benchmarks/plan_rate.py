@@ -9,18 +9,21 @@ Launches (the slowest of them is the figure quoted):
 * ``qwen``: vLLM Qwen3-32B TP2 with native offloading (64 GiB), max-model-len 32768, on H100;
 * ``dsv3``: vLLM DeepSeek-V3 TP8 on H200.
 
-Per launch: ``engine.plan`` per second (the command parsed once; the engine parses its flags, resolves the model,
+Per launch: ``engine.plan`` per second (the command split once; the engine parses its flags, resolves the model,
 the cluster, the pool, the band and the host tiers each time), ``engine.plan`` per second with a new
 ``--mem-fraction-static`` / ``--gpu-memory-utilization`` every call (what ``tune`` and the planning page's sliders
-ask: nothing launch-dependent is reused), and ``kvplan.check`` per second (the command text planned, every finding
-rule, the suggested command re-checked; a new evaluation each call, nothing shared between calls).
+ask: a new command each time, so nothing keyed by the command is reused; what the moved flag does not change, the
+model's facts, the layout's weights, the version's defaults, is), and ``kvplan.check`` per second (the command text
+planned, every finding rule, the suggested command re-checked; a new evaluation each call, nothing shared between
+calls but the process-wide memos).
 
 Each figure is the best of ``--rounds`` interleaved rounds of about ``--seconds`` each (noise only ever slows a
 round down), counted both per wall second and per CPU second of this process (``time.process_time``: what another
 process on the same cores does not add). A reference loop (``REFERENCE``: 20,000 integer additions in a Python
 ``for``) is timed in the same rounds: ``x ref`` is how many reference loops one plan costs, a figure that does not
 move with the machine's speed. The cold start is ``python -m kvplan check --example`` run ``--cold`` times as a new
-process, interleaved with ``python -c pass``; the median wall time of each, and the child's CPU seconds.
+process, interleaved with ``python -c pass``: the median wall time of each and the children's CPU seconds, with the
+bytecode cached as an installed package has it, and compiling every module (no bytecode cache at all).
 """
 
 from __future__ import annotations
@@ -116,25 +119,35 @@ def measure(rounds: int, seconds: float) -> dict:
 
 
 def cold(n: int) -> dict:
-    """Median wall seconds (and the child's CPU seconds) of ``kvplan check --example`` and ``python -c pass``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    """Median wall seconds (and the child's CPU seconds) of ``kvplan check --example`` and ``python -c pass``, as an
+    installed kvplan runs: its bytecode cached (one untimed run writes it; PYTHONDONTWRITEBYTECODE is dropped for
+    the children), and once more compiling every module (an empty PYTHONPYCACHEPREFIX, nothing written)."""
+    import tempfile
 
-    def run(argv: list[str]) -> tuple[float, float]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
+    nopyc = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="kvplan-nopyc-")}
+
+    def run(argv: list[str], e: dict[str, str]) -> tuple[float, float]:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=e)
         w = time.perf_counter() - t
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         return w, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
-    base, ours = [], []
-    for _ in range(n):  # interleaved, so the machine's noise hits both alike
-        base.append(run([sys.executable, "-c", "pass"]))
-        ours.append(run([sys.executable, "-m", "kvplan", "check", "--example"]))
+    example = [sys.executable, "-m", "kvplan", "check", "--example"]
+    run(example, env)  # writes the bytecode
+    base, ours, compiling = [], [], []
+    for _ in range(n):  # interleaved, so the machine's noise hits all alike
+        base.append(run([sys.executable, "-c", "pass"], env))
+        ours.append(run(example, env))
+        compiling.append(run(example, nopyc))
     med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
-           for k, v in (("python", base), ("check_example", ours))}
+           for k, v in (("python", base), ("check_example", ours), ("compiling", compiling))}
     return {"runs": n, "python_c_pass_s": med["python"][0], "python_c_pass_cpu_s": med["python"][1],
-            "check_example_s": med["check_example"][0], "check_example_cpu_s": med["check_example"][1]}
+            "check_example_s": med["check_example"][0], "check_example_cpu_s": med["check_example"][1],
+            "check_example_compiling_s": med["compiling"][0], "check_example_compiling_cpu_s": med["compiling"][1]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         c = res["cold"]
         print(f"cold start, median of {c['runs']}: kvplan check --example {c['check_example_s']:.3f} s "
               f"({c['check_example_cpu_s']:.3f} CPU s; goal <= 0.3 s), python -c pass {c['python_c_pass_s']:.3f} s "
-              f"({c['check_example_s'] / c['python_c_pass_s']:.1f}x)")
+              f"({c['check_example_s'] / c['python_c_pass_s']:.1f}x); compiling every module (no bytecode cache) "
+              f"{c['check_example_compiling_s']:.3f} s ({c['check_example_compiling_cpu_s']:.3f} CPU s)")
     return 0
 
 

@@ -190,6 +190,13 @@ class SGLangEngine(Engine):
         return "host KV requested (all ranks)", "engine host reserve (HiCache keeps it free)"
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
+        """One plan reads each path of the filesystem once (``models.paths.view``)."""
+        from kvplan.models.paths import view
+
+        with view({}):
+            return self._plan(cmd, options, args)
+
+    def _plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None) -> Plan:
         from kvplan.engines.sglang.weights import model_weights_bytes
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model

@@ -30,6 +30,7 @@ from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import resolve_cluster
 from kvplan.models.catalog import resolve_model
+from kvplan.models.paths import view
 from kvplan.models.weights_band import WeightsPlan
 from kvplan.options import PlanOptions
 from kvplan.result import (
@@ -73,7 +74,13 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int | None) -> HostFix | 
 
 def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
     """The launch -> the plan: version, model, cluster, block size, dtype, the per-rank budget (memory.budget),
-    blocks and tokens (kvcache.capacity), host tiers, and the settings the rest of kvplan reads."""
+    blocks and tokens (kvcache.capacity), host tiers, and the settings the rest of kvplan reads. One plan reads
+    each path of the filesystem once (``models.paths.view``)."""
+    with view({}):
+        return _build_plan(engine_name, cmd, options, args)
+
+
+def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None) -> Plan:
     args = args or parse_vllm(cmd)
     here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
     if here and here[1] and not args.is_cpu and not (options.gpu or options.gpu_mem_mib):
