@@ -116,3 +116,23 @@ def test_one_view_per_evaluation(tmp_path):
     m.mkdir()
     (m / "config.json").write_text(json.dumps(TINY))
     assert check(cmd, gpu="h100", host_mem_gib=64).plan.per_rank.kv_tokens > 0
+
+
+def test_memos_under_threads():
+    """kvplan serve plans in a thread pool: a small memo hammered from threads never fails, and checks made from
+    threads equal the same checks made one after another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    m: Memo[int] = Memo("threads", 3)
+    with ThreadPoolExecutor(8) as pool:
+        out = list(pool.map(lambda i: m.get(i % 7, lambda: i % 7), range(5000)))
+    assert out == [i % 7 for i in range(5000)] and len(m) <= 3
+    launches = [("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2", "0.5.23"),
+                ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8", "0.5.9"),
+                ("vllm serve Qwen/Qwen3-32B -tp 2 --kv-offloading-size 64", "0.27.0"),
+                ("vllm serve moonshotai/Kimi-K2.5 -tp 8", "0.33.0")] * 6
+    one_by_one = [check(c, gpu="h200", host_mem_gib=1024, engine_version=v).to_dict() for c, v in launches]
+    with ThreadPoolExecutor(6) as pool:
+        threaded = list(pool.map(lambda cv: check(cv[0], gpu="h200", host_mem_gib=1024,
+                                                  engine_version=cv[1]).to_dict(), launches))
+    assert threaded == one_by_one

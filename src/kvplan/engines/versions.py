@@ -97,20 +97,22 @@ def installed_version(dist: str) -> str | None:
     import sys
 
     key = (dist, tuple(sys.path))
-    if key not in _INSTALLED:
-        from importlib import metadata
+    hit = _INSTALLED.get(key)
+    if hit is not None:
+        return hit[0]
+    from importlib import metadata
 
-        try:
-            found: str | None = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found = None
-        if len(_INSTALLED) >= 64:
-            _INSTALLED.clear()
-        _INSTALLED[key] = found
-    return _INSTALLED[key]
+    try:
+        found: str | None = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        found = None
+    if len(_INSTALLED) >= 64:
+        _INSTALLED.clear()
+    _INSTALLED[key] = (found,)
+    return found
 
 
-_INSTALLED: dict[tuple[str, tuple[str, ...]], str | None] = {}
+_INSTALLED: dict[tuple[str, tuple[str, ...]], tuple[str | None]] = {}
 
 
 class _Row(Protocol):

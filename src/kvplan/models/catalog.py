@@ -70,7 +70,8 @@ def _hf_cache_dirs() -> list[Path]:
     """The HF hub cache directories (HF_HUB_CACHE, then HF_HOME/hub), per the environment variables that name them."""
     env = os.environ
     key = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("HOME"))
-    if key not in _HF_DIRS:
+    found = _HF_DIRS.get(key)
+    if found is None:
         dirs = []
         if os.environ.get("HF_HUB_CACHE"):
             dirs.append(Path(os.environ["HF_HUB_CACHE"]))
@@ -78,8 +79,8 @@ def _hf_cache_dirs() -> list[Path]:
         dirs.append(home / "hub")
         if len(_HF_DIRS) >= 16:
             _HF_DIRS.clear()
-        _HF_DIRS[key] = tuple(dirs)
-    return list(_HF_DIRS[key])
+        found = _HF_DIRS[key] = tuple(dirs)
+    return list(found)
 
 
 _HF_DIRS: dict[tuple[str | None, ...], tuple[Path, ...]] = {}

@@ -12,6 +12,7 @@ caller, so values are immutable (frozen dataclasses, tuples; a dict is copied by
 
 from __future__ import annotations
 
+from _thread import allocate_lock
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -27,6 +28,7 @@ class Memo(Generic[V]):
     def __init__(self, name: str, size: int):
         self.name, self.size = name, size
         self._values: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = allocate_lock()  # kvplan serve plans in a thread pool; compute() runs outside the lock
         _ALL.append(self)
 
     def get(self, key: Hashable | None, compute: Callable[[], V]) -> V:
@@ -35,16 +37,19 @@ class Memo(Generic[V]):
             return compute()
         values = self._values
         try:
-            hit = values.get(key, _MISSING)
+            with self._lock:
+                hit = values.get(key, _MISSING)
+                if hit is not _MISSING:
+                    values.move_to_end(key)
         except TypeError:  # an unhashable part: compute without the memo
             return compute()
         if hit is not _MISSING:
-            values.move_to_end(key)
             return hit  # type: ignore[return-value]
         value = compute()
-        values[key] = value
-        if len(values) > self.size:
-            values.popitem(last=False)
+        with self._lock:
+            values[key] = value
+            if len(values) > self.size:
+                values.popitem(last=False)
         return value
 
     def __len__(self) -> int:

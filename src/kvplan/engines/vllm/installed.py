@@ -25,14 +25,17 @@ def installed_vllm(program: str) -> tuple[str, bool] | None:
     """(version, is_cpu_build) of the vLLM installed in the environment of ``program``, if any. Read once per
     process, program and PATH (every plan of a vLLM command asks; environments do not change under a plan)."""
     key = (program, os.environ.get("PATH", ""))
-    if key not in _FOUND:
-        if len(_FOUND) >= 64:
-            _FOUND.clear()
-        _FOUND[key] = _installed(program)
-    return _FOUND[key]
+    hit = _FOUND.get(key)
+    if hit is not None:
+        return hit[0]
+    found = _installed(program)
+    if len(_FOUND) >= 64:
+        _FOUND.clear()
+    _FOUND[key] = (found,)
+    return found
 
 
-_FOUND: dict[tuple[str, str], tuple[str, bool] | None] = {}
+_FOUND: dict[tuple[str, str], tuple[tuple[str, bool] | None]] = {}
 
 
 def _installed(program: str) -> tuple[str, bool] | None:
