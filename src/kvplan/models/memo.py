@@ -7,7 +7,6 @@ thousands of tensor groups. A ``Memo`` is keyed by everything its value depends 
 ``ModelSpec.identity`` for the model, frozen dataclasses of the flags that are read, the engine version, the
 platform), keeps at most ``size`` entries (the least recently used drops first) and hands out the same value to every
 caller, so values are immutable (frozen dataclasses, tuples; a dict is copied by the caller before it is changed).
-``clear_all()`` empties every memo (tests that rebuild a catalog or a checkpoint in place).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Generic, TypeVar
 
 V = TypeVar("V")
 _MISSING = object()
-_ALL: list[Memo] = []
 
 
 class Memo(Generic[V]):
@@ -29,7 +27,6 @@ class Memo(Generic[V]):
         self.name, self.size = name, size
         self._values: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = allocate_lock()  # kvplan serve plans in a thread pool; compute() runs outside the lock
-        _ALL.append(self)
 
     def get(self, key: Hashable | None, compute: Callable[[], V]) -> V:
         """The value for ``key``, computed on the first ask (``key`` None: never memoized)."""
@@ -58,8 +55,3 @@ class Memo(Generic[V]):
     def clear(self) -> None:
         self._values.clear()
 
-
-def clear_all() -> None:
-    """Forget every memoized value (the next plan computes them again)."""
-    for m in _ALL:
-        m.clear()
