@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kvplan.engines import detect_engine, split_command
 from kvplan.engines.cmdline import rewrite_flags
 from kvplan.engines.sglang.args import FLAGS, parse_sglang
@@ -33,3 +36,14 @@ def test_rewrite_keeps_everything_else():
     out = rewrite_flags(split_command("python -m sglang.launch_server --tp 8 --enable-hicache"),
                         {"--enable-hierarchical-cache": None}, FLAGS)
     assert out == ["python", "-m", "sglang.launch_server", "--tp", "8"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t\r\n\x0b\x0c\x1c\x85\xa0\u2028ab=-#$;|&()<>*?~.\x00é1", max_size=24))
+def test_tokenize_without_quotes_is_shlex(text):
+    """The tokenizer's fast path (no quote, no backslash: a split on shlex's whitespace) is shlex.split."""
+    import shlex
+
+    from kvplan.engines.cmdline import tokenize
+
+    assert tokenize(text) == [t for t in shlex.split(text) if t not in ("\\", "\\\n", "") and t.strip() != "\\"]

@@ -14,7 +14,9 @@ re-checked until no error is left). Two derived launches follow from it, each it
 ``headroom_findings`` (SGLang's gpu-headroom-low); ``placement_only()`` says when its only errors are the engine's
 ``placement_findings`` (it needs more GPUs per node than the cluster given has).
 
-Evaluations made from one another share a cache (``_Family``): the same command text is planned and checked once.
+Evaluations made from one another share a cache (``_Family``): the same command text is planned and checked once,
+and the filesystem (is the model a local directory, is it in the HF cache, is a checkpoint at hand) is read once
+(``models.paths.view``).
 """
 
 from __future__ import annotations
@@ -43,17 +45,22 @@ class _Family:
     options: PlanOptions
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
     plans: dict[tuple[str, str], Plan] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)  # the filesystem as the family sees it (models.paths.view)
 
     def evaluate(self, cmd: LaunchCommand) -> Evaluation:
+        from kvplan.models.paths import view
+
         text = cmd.text()
         ev = self.evaluations.get(text)
         if ev is None:
             if len(self.evaluations) >= MAX_FAMILY:
                 self.evaluations.clear()
                 self.plans.clear()
-            plan = _plan(self.engine, cmd, self.options)
-            ev = Evaluation(self, cmd, plan, ())
-            ev.findings = tuple(_run_rules(plan, ev.replan))
+                self.stats.clear()
+            with view(self.stats):
+                plan = _plan(self.engine, cmd, self.options)
+                ev = Evaluation(self, cmd, plan, ())
+                ev.findings = tuple(_run_rules(plan, ev.replan))
             self.evaluations[text] = ev
         return ev
 
@@ -121,10 +128,13 @@ class Evaluation:
     # ---- what-ifs ----
     def replan(self, **changes: Any) -> Plan:
         """The same launch with parsed-args fields changed (what finding rules ask for), memoized per family."""
+        from kvplan.models.paths import view
+
         key = (self.text, repr(sorted(changes.items())))
         p = self.family.plans.get(key)
         if p is None:
-            p = self.family.plans[key] = self.engine.replan(self.cmd, self.options, **changes)
+            with view(self.family.stats):
+                p = self.family.plans[key] = self.engine.replan(self.cmd, self.options, **changes)
         return p
 
     def other(self, command: Sequence[str] | str) -> Evaluation:

@@ -182,6 +182,20 @@ class ModelSummary:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "notes": list(self.notes)}
 
+    @classmethod
+    def of(cls, spec: Any) -> ModelSummary:
+        """The summary of a ModelSpec (``spec.summary()``), built once per spec object: specs are immutable and
+        shared by every plan of their model (models.catalog, models.config)."""
+        hit = _SUMMARIES.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            if len(_SUMMARIES) >= 256:
+                _SUMMARIES.clear()
+            hit = _SUMMARIES[id(spec)] = (spec, cls(**spec.summary()))
+        return hit[1]
+
+
+_SUMMARIES: dict[int, tuple[Any, ModelSummary]] = {}  # id(spec) -> (spec, its summary); the spec stays alive
+
 
 @dataclass(frozen=True)
 class ClusterSummary:

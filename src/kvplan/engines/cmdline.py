@@ -10,11 +10,16 @@ import re
 import shlex
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from kvplan.errors import KvplanError
 
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# shlex.split (posix, no comments) of a text without quotes and backslashes: the runs of non-whitespace (shlex's
+# whitespace: space, tab, CR, LF)
+_SHLEX_SPECIAL = re.compile(r"[\"'\\]")
+_SHLEX_WORD = re.compile(r"[^ \t\r\n]+")
 _WRAPPERS = {"env", "nohup", "exec", "time", "sudo", "-E"}
 
 
@@ -26,6 +31,10 @@ class LaunchCommand:
     args: tuple[str, ...]  # everything after the program
 
     def text(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:  # the command's one text (an evaluation's key): quoted once per command
         return " ".join(shlex.quote(a) for a in self.argv)
 
     def runs(self, modules: Sequence[str], cli: str) -> bool:
@@ -39,6 +48,8 @@ class LaunchCommand:
 def tokenize(command: Sequence[str] | str) -> list[str]:
     """Split a command given as one string or as argv; drop line continuations."""
     if isinstance(command, str):
+        if not _SHLEX_SPECIAL.search(command):  # no quote, no escape: shlex.split is a split on its whitespace
+            return _SHLEX_WORD.findall(command)
         try:
             tokens = shlex.split(command)
         except ValueError as e:
@@ -88,7 +99,7 @@ class Flag:
     aliases: tuple[str, ...] = ()
     dest: str = ""
 
-    @property
+    @cached_property
     def key(self) -> str:
         return self.dest or self.name.lstrip("-").replace("-", "_")
 
@@ -115,11 +126,7 @@ def _convert(flag: Flag, raw: str, written: str) -> object:
 
 def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True) -> ParsedFlags:
     """Parse ``args`` against a flag table; unknown flags are kept (with their value, if any)."""
-    table: dict[str, Flag] = {}
-    for f in flags:
-        for n in (f.name, *f.aliases):
-            table[n] = f
-    names = sorted(table)
+    table, names = _table(flags)
     out = ParsedFlags()
     i = 0
     while i < len(args):
@@ -157,6 +164,24 @@ def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True)
             i += 1
         out.seen[flag.key] = name
     return out
+
+
+def _table(flags: Sequence[Flag]) -> tuple[dict[str, Flag], list[str]]:
+    """Every name and alias of a flag table -> its Flag, and the names sorted; built once per table (the engines'
+    tables are module constants)."""
+    hit = _TABLES.get(id(flags))
+    if hit is None or hit[0] is not flags:
+        table: dict[str, Flag] = {}
+        for f in flags:
+            for n in (f.name, *f.aliases):
+                table[n] = f
+        if len(_TABLES) >= 64:
+            _TABLES.clear()
+        hit = _TABLES[id(flags)] = (flags, table, sorted(table))
+    return hit[1], hit[2]
+
+
+_TABLES: dict[int, tuple[Sequence[Flag], dict[str, Flag], list[str]]] = {}
 
 
 def flags_from_values(items: Iterable[tuple[str, Any]], flags: Sequence[Flag],

@@ -13,18 +13,30 @@ from kvplan.errors import KvplanError, UnknownVersion
 _RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(post|rc|dev|a|b)\.?(\d*))?(?:\+.*)?$")
 
 
+def _parse(text: str) -> tuple[str, tuple[int, int, int, int, int, int]]:
+    m = _RE.match(text.strip())
+    if not m:
+        raise KvplanError(f"cannot read engine version {text!r}", "pass --engine-version like 0.5.9")
+    major, minor, patch, extra, tag, num = m.groups()
+    rank = {"dev": -3, "a": -2, "b": -2, "rc": -1, None: 0, "post": 1}[tag]
+    return text.strip().lstrip("v"), (int(major), int(minor), int(patch or 0), int(extra or 0), rank, int(num or 0))
+
+
+_PARSED: dict[str, tuple[str, tuple[int, int, int, int, int, int]]] = {}  # text -> (text, key): parsed once
+
+
 @total_ordering
 class Version:
     """Comparable engine version. ``post`` sorts after the release, ``rc``/``dev`` before it."""
 
     def __init__(self, text: str):
-        m = _RE.match(text.strip())
-        if not m:
-            raise KvplanError(f"cannot read engine version {text!r}", "pass --engine-version like 0.5.9")
-        major, minor, patch, extra, tag, num = m.groups()
-        self.text = text.strip().lstrip("v")
-        rank = {"dev": -3, "a": -2, "b": -2, "rc": -1, None: 0, "post": 1}[tag]
-        self.key = (int(major), int(minor), int(patch or 0), int(extra or 0), rank, int(num or 0))
+        parsed = _PARSED.get(text)
+        if parsed is None:
+            parsed = _parse(text)
+            if len(_PARSED) >= 4096:  # the tables name a few dozen; a bound all the same
+                _PARSED.clear()
+            _PARSED[text] = parsed
+        self.text, self.key = parsed
 
     @property
     def release(self) -> tuple[int, int, int, int]:
@@ -80,13 +92,27 @@ def newest_allowed(hint: str) -> str | None:
 
 
 def installed_version(dist: str) -> str | None:
-    """Version of an installed distribution, without importing it (importlib.metadata is cheap)."""
+    """Version of an installed distribution, without importing it; read once per process and ``sys.path`` (every
+    plan without --engine-version asks, and importlib.metadata walks every path entry)."""
+    import sys
+
+    key = (dist, tuple(sys.path))
+    hit = _INSTALLED.get(key)
+    if hit is not None:
+        return hit[0]
     from importlib import metadata
 
     try:
-        return metadata.version(dist)
+        found: str | None = metadata.version(dist)
     except metadata.PackageNotFoundError:
-        return None
+        found = None
+    if len(_INSTALLED) >= 64:
+        _INSTALLED.clear()
+    _INSTALLED[key] = (found,)
+    return found
+
+
+_INSTALLED: dict[tuple[str, tuple[str, ...]], tuple[str | None]] = {}
 
 
 class _Row(Protocol):

@@ -34,12 +34,20 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def rules_for(engine: str) -> list[FindingRule]:
-    """Generic and engine rules, in position order."""
+    """Generic and engine rules, in position order (gathered once per engine object: every check asks)."""
     from kvplan.engines import get_engine
 
-    rules = [(pos, cast(FindingRule, importlib.import_module(f"kvplan.findings.{name}"))) for pos, name in GENERIC]
-    rules += get_engine(engine).finding_rules()
-    return [rule for _, rule in sorted(rules, key=lambda r: r[0])]
+    eng = get_engine(engine)
+    hit = _RULES.get(engine)
+    if hit is None or hit[0] is not eng:
+        rules = [(pos, cast(FindingRule, importlib.import_module(f"kvplan.findings.{name}")))
+                 for pos, name in GENERIC]
+        rules += eng.finding_rules()
+        hit = _RULES[engine] = (eng, tuple(rule for _, rule in sorted(rules, key=lambda r: r[0])))
+    return list(hit[1])
+
+
+_RULES: dict[str, tuple[object, tuple[FindingRule, ...]]] = {}
 
 
 def run_rules(ctx: FindingContext) -> list[Finding]:

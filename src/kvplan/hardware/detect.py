@@ -8,7 +8,18 @@ from pathlib import Path
 
 
 def detect_gpus() -> list[tuple[str, int]]:
-    """[(nvidia-smi name, total MiB)] for local NVIDIA GPUs, or [] when there is no NVML."""
+    """[(nvidia-smi name, total MiB)] for local NVIDIA GPUs, or [] when there is no NVML. Asked once per process
+    (every plan with --gpu asks whether it is this machine's; the GPUs do not change while kvplan runs)."""
+    global _GPUS
+    if _GPUS is None:
+        _GPUS = tuple(_nvml_gpus())
+    return list(_GPUS)
+
+
+_GPUS: tuple[tuple[str, int], ...] | None = None
+
+
+def _nvml_gpus() -> list[tuple[str, int]]:
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:

@@ -112,18 +112,24 @@ def all_gpus() -> list[GPU]:
 
 def lookup_gpu(name: str) -> GPU:
     """Find a GPU by its nvidia-smi name or an alias (case and punctuation ignored)."""
-    g = _index().get(_norm(name))
-    if g is None:
+    gpu = _find(name)
+    if gpu is None:
         hint = "use a name from `kvplan gpus` or give its memory with --gpu-mem-mib"
         if _norm(name) in _index_all():
             hint = "its memory.total is not catalogued (see the note in `kvplan gpus --json`); pass --gpu-mem-mib"
         raise KvplanError(f"unknown GPU {name!r}", hint)
-    return _gpu(g)
+    return gpu
 
 
 def find_gpu(name: str | None) -> GPU | None:
     """The catalog entry for ``name`` (nvidia-smi name or alias), or None."""
-    g = _index().get(_norm(name)) if name else None
+    return _find(name) if name else None
+
+
+@lru_cache(maxsize=512)
+def _find(name: str) -> GPU | None:
+    """The catalog's GPU for a name, built once per name (every plan looks its GPU up several times)."""
+    g = _index().get(_norm(name))
     return _gpu(g) if g is not None else None
 
 

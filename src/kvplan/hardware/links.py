@@ -5,10 +5,12 @@ memory on PCIe cards with P2P, host-memory SHM transport on GeForce cards withou
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["link_class"]
 
 
+@lru_cache(maxsize=256)
 def link_class(gpu_name: str | None) -> tuple[str, str]:
     """(platform, link) of a GPU from the name nvidia-smi / amd-smi prints: link is "nvswitch" (SXM/HGX boards),
     "pcie-p2p" (data-center and workstation PCIe cards, NVL pairs), "geforce" (no P2P), "rocm", or "unknown"."""

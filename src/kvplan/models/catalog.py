@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models.config import checkpoint_weight_bytes, read_config_file, spec_from_config
+from kvplan.models.paths import stat_mode
 from kvplan.models.spec import ModelSpec
 
 CATALOG_FILE = Path(__file__).with_name("catalog.json")
@@ -65,29 +67,55 @@ def resolution_note(name: str, entry: dict[str, Any]) -> str | None:
 
 
 def _hf_cache_dirs() -> list[Path]:
-    dirs = []
-    if os.environ.get("HF_HUB_CACHE"):
-        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
-    home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
-    dirs.append(home / "hub")
-    return dirs
+    """The HF hub cache directories (HF_HUB_CACHE, then HF_HOME/hub), per the environment variables that name them."""
+    env = os.environ
+    key = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("HOME"))
+    found = _HF_DIRS.get(key)
+    if found is None:
+        dirs = []
+        if os.environ.get("HF_HUB_CACHE"):
+            dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+        home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+        dirs.append(home / "hub")
+        if len(_HF_DIRS) >= 16:
+            _HF_DIRS.clear()
+        found = _HF_DIRS[key] = tuple(dirs)
+    return list(found)
+
+
+_HF_DIRS: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
 
 
 def find_in_hf_cache(repo_id: str) -> Path | None:
     """config.json of ``org/name`` in the local HF cache (newest snapshot), offline."""
     if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
         return None
-    folder = "models--" + repo_id.replace("/", "--")
+    folder = "models--" + repo_id.replace("/", "--")  # one path component
     for root in _hf_cache_dirs():
+        if not stat.S_ISDIR(stat_mode(os.path.join(str(root), folder, "snapshots"))):
+            continue
         snaps = root / folder / "snapshots"
-        if snaps.is_dir():
-            found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-            if found:
-                return found[0]
+        found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if found:
+            return found[0]
     return None
 
 
 def spec_from_catalog(entry: dict[str, Any]) -> ModelSpec:
+    """The spec of a catalog entry, built once per entry (the catalog is data the package ships: it does not change
+    while the process runs), so every plan of the model shares one spec and its memoized facts."""
+    hit = _CATALOG_SPECS.get(id(entry))
+    if hit is None or hit[0] is not entry:
+        if len(_CATALOG_SPECS) >= 256:
+            _CATALOG_SPECS.clear()
+        hit = _CATALOG_SPECS[id(entry)] = (entry, _spec_from_entry(entry))
+    return hit[1]
+
+
+_CATALOG_SPECS: dict[int, tuple[dict[str, Any], ModelSpec]] = {}  # id(entry) -> (entry, spec); entries stay alive
+
+
+def _spec_from_entry(entry: dict[str, Any]) -> ModelSpec:
     spec = spec_from_config(entry["config"], name=entry["id"], weight_bytes=entry.get("weight_bytes"),
                             weight_bytes_source=entry.get("weight_bytes_source"), source=entry.get("source"))
     if entry.get("weights_unknown") and entry.get("weight_bytes") is None:
@@ -132,7 +160,8 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
     p = Path(model).expanduser()
-    if p.is_dir() or (p.is_file() and p.suffix == ".json"):
+    mode = stat_mode(p)
+    if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and p.suffix == ".json"):
         return _spec_from_file(p, name=model)
     cached = find_in_hf_cache(model)
     if cached is not None:
@@ -144,8 +173,24 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     entry = catalog_entry(model)
     if entry is not None:
-        spec = spec_from_catalog(entry)
-        note = resolution_note(model, entry)
-        return replace(spec, notes=(note, *spec.notes)) if note else spec
+        return _catalog_spec(model, entry)
     raise KvplanError(f"unknown model {model!r}: not a local checkpoint, not in the HF cache, not in the catalog",
                       "pass --model-config PATH/TO/config.json (kvplan never downloads)")
+
+
+def _catalog_spec(name: str, entry: dict[str, Any]) -> ModelSpec:
+    """The catalog entry's spec as asked for by ``name`` (an alias or another organisation's name adds a note), one
+    instance per name and entry."""
+    key = (name, id(entry))
+    hit = _NAMED_SPECS.get(key)
+    if hit is None or hit[0] is not entry:
+        spec = spec_from_catalog(entry)
+        note = resolution_note(name, entry)
+        hit = (entry, replace(spec, notes=(note, *spec.notes)) if note else spec)
+        if len(_NAMED_SPECS) >= 256:
+            _NAMED_SPECS.clear()
+        _NAMED_SPECS[key] = hit
+    return hit[1]
+
+
+_NAMED_SPECS: dict[tuple[str, int], tuple[dict[str, Any], ModelSpec]] = {}

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.errors import KvplanError, UnsupportedModel
+from kvplan.models.memo import Memo
 from kvplan.models.spec import LinearAttnSpec, ModelSpec, MoESpec
+
+_SPECS: Memo[ModelSpec] = Memo("specs from config.json", 64)
 
 # Architecture -> family. Families: "mha" (MHA/GQA/MQA, optional SWA), "mla", "gdn", "mamba2".
 ARCHITECTURES: dict[str, str] = {
@@ -156,7 +159,18 @@ def _linear(c: dict[str, Any], family: str) -> LinearAttnSpec | None:
 
 
 def spec_from_config(cfg: dict[str, Any], name: str = "model", **extra: Any) -> ModelSpec:
-    """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError."""
+    """Turn a config.json dict into a ModelSpec, or raise UnsupportedModel / KvplanError. Once per config content,
+    name and extra fields: the same config read again (a --model-config file planned once more) gets the same spec,
+    whose memoized facts it then shares."""
+    try:
+        key = (json.dumps(cfg, sort_keys=True, default=str), name, tuple(sorted(extra.items())))
+        hash(key)
+    except (TypeError, ValueError, RecursionError):
+        return _checked_spec(cfg, name, **extra)
+    return _SPECS.get(key, lambda: _checked_spec(cfg, name, **extra))
+
+
+def _checked_spec(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec:
     try:
         return _spec_from_config(cfg, name, **extra)
     except (TypeError, ValueError, AttributeError, ArithmeticError, IndexError, RecursionError) as e:

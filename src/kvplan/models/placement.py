@@ -112,10 +112,21 @@ Placer = Callable[[TensorGroup], Placement | None]
 
 
 def placer(lay: Layout, rule: Callable[[TensorGroup, Role], tuple[str | None, str | None]] | None = None) -> Placer:
-    """A placement function; ``rule(group, role)`` may return an engine-specific (kind, part) override."""
+    """A placement function; ``rule(group, role)`` may return an engine-specific (kind, part) override, decided
+    from the group's template and role (never its layer number). A placement depends on the group's template,
+    shape, dtype and count and on whether it has a layer below ``lay.n_layers``: groups alike in those (the same
+    tensor in every layer) are placed once per placer."""
+    memo: dict[tuple, Placement | None] = {}
+
     def f(g: TensorGroup) -> Placement | None:
+        key = (g.template, g.shape, g.dtype, g.count, g.layer is None, g.layer is not None and g.layer >= lay.n_layers)
+        if key in memo:
+            return memo[key]
         if rule is None:
-            return place(g, lay)
-        kind, part = rule(g, role_of(g))
-        return place(g, lay, kind, part)
+            p = place(g, lay)
+        else:
+            kind, part = rule(g, role_of(g))
+            p = place(g, lay, kind, part)
+        memo[key] = p
+        return p
     return f

@@ -11,8 +11,9 @@ under-counted. The engine rules live in ``engines/<engine>/weights.py``; this mo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from kvplan.models.tensors import DTYPE_BITS, TensorGroup
 
@@ -110,28 +111,61 @@ class StageSums:
         return best, self.stages[best]
 
 
-def per_rank_sum(groups: Iterable[TensorGroup], place: Callable[[TensorGroup], Placement | None],
+def per_rank_sum(groups: Sequence[TensorGroup], place: Callable[[TensorGroup], Placement | None],
                  layer_ranges: list[range]) -> StageSums:
     """Sum the placed groups per pipeline stage (layers outside every stage, e.g. MTP layers, are skipped
-    unless the placement keeps them on "all" stages)."""
-    sums = StageSums([{} for _ in layer_ranges])
+    unless the placement keeps them on "all" stages).
+
+    Groups identical but for their layer are placed once (``tensors.fold_rows``): a row's bytes count once per
+    layer of the stage, ``shard_bytes × |row layers ∩ stage layers|``. This needs a placement that depends on the
+    layer only through whether it is below the layout's ``n_layers`` (``models.placement.place``: layers from
+    n_layers on are not built), and stages below n_layers (``pp_ranges`` of the model's layers). Each stage's parts
+    keep the order in which a walk of the groups first adds them."""
+    from kvplan.models.tensors import fold_rows
+
+    sums: list[dict[str, int]] = [{} for _ in layer_ranges]
+    first: list[dict[str, int]] = [{} for _ in layer_ranges]  # part -> position of its first group in the stage
     last = len(layer_ranges) - 1
-    for g in groups:
-        p = place(g)
-        if p is None:
-            continue
+
+    def add(stage: int | None, part: str, n: int, pos: int) -> None:
+        for s in (range(len(sums)) if stage is None else (stage,)):
+            sums[s][part] = sums[s].get(part, 0) + n
+            if pos < first[s].get(part, pos + 1):
+                first[s][part] = pos
+
+    def add_one(g: TensorGroup, p: Placement, pos: int) -> None:  # one group, as placed
         n = shard_bytes(g, p)
         if p.stage == "first":
-            sums.add(0, p.part, n)
+            add(0, p.part, n, pos)
         elif p.stage == "last":
-            sums.add(last, p.part, n)
+            add(last, p.part, n, pos)
         elif p.stage == "layer" and g.layer is not None:
             s = pp_stage_of_layer(g.layer, layer_ranges)
             if s is not None:
-                sums.add(s, p.part, n)
+                add(s, p.part, n, pos)
         else:
-            sums.add(None, p.part, n)
-    return sums
+            add(None, p.part, n, pos)
+
+    for row in fold_rows(groups):
+        g = row.group
+        p = place(g)
+        if p is None:
+            continue
+        if g.layer is None:
+            add_one(g, p, row.positions[0])
+        elif p.stage != "layer" or any(r.step != 1 for r in layer_ranges):  # not a placement by layer: each group
+            for layer, pos in zip(row.layers, row.positions, strict=True):
+                member = replace(g, layer=layer)
+                pm = place(member)
+                if pm is not None:
+                    add_one(member, pm, pos)
+        else:
+            n = shard_bytes(g, p)
+            for s, r in enumerate(layer_ranges):
+                lo, hi = bisect_left(row.layers, r.start), bisect_left(row.layers, r.stop)
+                if hi > lo:
+                    add(s, p.part, n * (hi - lo), min(row.positions[lo:hi]))
+    return StageSums([{k: d[k] for k in sorted(d, key=f.__getitem__)} for d, f in zip(sums, first, strict=True)])
 
 
 def gib_str(n: int) -> str:

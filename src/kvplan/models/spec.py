@@ -7,13 +7,16 @@ window) and ``linear`` (Mamba2 / gated delta net state instead of a KV cache).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 DTYPE_BYTES = {
     "float32": 4, "float": 4, "fp32": 4,
     "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2,
 }
+# fields that only label a spec: nothing computed from the model reads them (``ModelSpec.identity`` leaves them out)
+LABELS = ("name", "notes", "source", "weight_bytes", "weight_bytes_source")
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,15 @@ class ModelSpec:
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
 
-    @property
+    @cached_property
     def n_full_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "full")
 
-    @property
+    @cached_property
     def n_swa_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "swa")
 
-    @property
+    @cached_property
     def n_linear_layers(self) -> int:
         return sum(1 for k in self.layer_kinds if k == "linear")
 
@@ -112,7 +115,7 @@ class ModelSpec:
         """Width of one MLA latent row: kv_lora_rank + qk_rope_head_dim."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
-    @property
+    @cached_property
     def attention_kind(self) -> str:
         """Human label: MLA, MHA, MQA or GQA (plus hybrids)."""
         if self.is_mla:
@@ -138,27 +141,36 @@ class ModelSpec:
                 "is_mla": self.is_mla, "is_moe": self.moe is not None, "context_len": self.context_len,
                 "weight_bytes": self.weight_bytes, "source": self.source, "notes": self.notes}
 
+    # ---- what the model's facts are keyed by -------------------------------------------------------------
+    @cached_property
+    def identity(self) -> tuple:
+        """Everything computed from the model depends on: every field but the labels (``LABELS``) and config.json as
+        canonical JSON. The key of the process-wide model memos (``models.facts``, ``models.memo``); computed once
+        per spec (its config is read as data and never changed)."""
+        import json
+
+        own = tuple(getattr(self, f.name) for f in fields(self) if f.name not in LABELS and f.name != "config")
+        return own, json.dumps(self.config, sort_keys=True, default=str)
+
     # ---- parameters: from the tensors models.synth derives from config.json (one mechanism) ----
     def param_breakdown(self) -> dict[str, int]:
         """Parameter counts by module group (embedding, lm_head, attention, mlp, experts, shared_experts,
-        router, norms, linear_attn, vision, projector, mtp), unquantized, from ``models.synth``."""
-        from kvplan.models.placement import role_of
-        from kvplan.models.synth import synthesize_groups
+        router, norms, linear_attn, vision, projector, mtp), unquantized, from ``models.synth`` (once per model:
+        ``models.facts``)."""
+        from kvplan.models.facts import model_facts
 
-        out: dict[str, int] = {}
-        for g in synthesize_groups(self, {}):
-            part = "mtp" if g.layer is not None and g.layer >= self.num_layers else role_of(g).group
-            out[part] = out.get(part, 0) + g.one.numel * g.count
-        return out
+        return dict(model_facts(self).param_breakdown)
 
     @property
     def param_count(self) -> int:
         """Parameters of the language model (vision towers and MTP layers excluded)."""
-        return sum(v for k, v in self.param_breakdown().items() if k not in ("vision", "projector", "mtp"))
+        from kvplan.models.facts import model_facts
+
+        return model_facts(self).param_count
 
     @property
     def attention_weight_fraction(self) -> float:
         """Share of the weights in attention (replicated across DP-attention groups in SGLang)."""
-        b = self.param_breakdown()
-        total = sum(b.values())
-        return b.get("attention", 0) / total if total else 0.0
+        from kvplan.models.facts import model_facts
+
+        return model_facts(self).attention_weight_fraction

@@ -13,8 +13,10 @@ GPT-BigCode, GPT-J, StableLM), ``synth_vision`` (vision towers, estimated).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from kvplan.models.memo import Memo
 from kvplan.models.quantfmt import scheme_from_config, st_dtype
 from kvplan.models.synth_parts import Builder, _decoder, quant_config_of, text_config
 from kvplan.models.tensors import TensorGroup, TensorInfo
@@ -22,29 +24,30 @@ from kvplan.models.tensors import TensorGroup, TensorInfo
 
 def synthesize_groups(spec, quant_config: dict[str, Any] | None = None) -> list[TensorGroup]:
     """Tensor groups of the checkpoint described by ``spec`` (its raw config in ``spec.config``)."""
-    q = quant_config if quant_config is not None else quant_config_of(dict(spec.config or {}))
-    return list(_synthesize(spec, q)[0])
+    return list(synthesized(spec, quant_config)[0])
 
 
 def synthesis_notes(spec, quant_config: dict[str, Any] | None = None) -> tuple[str, ...]:
     """What the synthesis had to estimate (vision towers, ...), for the plan's assumptions."""
+    return synthesized(spec, quant_config)[1]
+
+
+def synthesized(spec, quant_config: dict[str, Any] | None = None) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:
+    """(tensor groups, notes) of ``spec``'s checkpoint (``quant_config`` None: the config's own
+    quantization_config; ``{}``: unquantized), built once per model and quantization: the key is
+    ``ModelSpec.identity`` and the quantization used as canonical JSON."""
+    q = quant_config if quant_config is not None else quant_config_of(dict(spec.config or {}))
+    key = (spec.identity, json.dumps(q, sort_keys=True, default=str))
+    return _SYNTH.get(key, lambda: _build(spec, q, dict(spec.config or {})))
+
+
+_SYNTH: Memo[tuple[tuple[TensorGroup, ...], tuple[str, ...]]] = Memo("synthesized tensors", 32)
+
+
+def _synthesize(spec, quant_config: dict[str, Any] | None) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:
+    """The synthesis without the memo."""
     top = dict(spec.config or {})
-    return _synthesize(spec, quant_config if quant_config is not None else quant_config_of(top))[1]
-
-
-def _synthesize(spec, q) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:
-    import json
-
-    top = dict(spec.config or {})
-    key = json.dumps([top, q, repr(spec)], sort_keys=True, default=str)
-    if key not in _CACHE:
-        if len(_CACHE) >= 16:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = _build(spec, q, top)
-    return _CACHE[key]
-
-
-_CACHE: dict[str, tuple[tuple[TensorGroup, ...], tuple[str, ...]]] = {}
+    return _build(spec, quant_config if quant_config is not None else quant_config_of(top), top)
 
 
 def _build(spec, q, top: dict[str, Any]) -> tuple[tuple[TensorGroup, ...], tuple[str, ...]]:

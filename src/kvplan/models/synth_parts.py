@@ -17,6 +17,8 @@ class Builder:
     def __init__(self, scheme: QuantScheme, dtype: str, prefix: str = ""):
         self.scheme, self.dtype, self.prefix = scheme, dtype, prefix
         self.groups: list[TensorGroup] = []
+        # a linear's format is the same in every layer (names are templates, the layer is {L}): looked up once
+        self._formats: dict[tuple[str, bool], Any] = {}
 
     def raw(self, name: str, shape: tuple[int, ...], layer: int | None = None, dtype: str | None = None,
             count: int = 1) -> None:
@@ -25,7 +27,13 @@ class Builder:
 
     def lin(self, name: str, out: int, inp: int, layer: int | None = None, bias: bool = False,
             quant: bool = True, count: int = 1, expert: bool = False) -> None:
-        fmt = self.scheme.format_for(self.prefix + name, expert) if quant else NONE
+        if quant:
+            key = (self.prefix + name, expert)
+            fmt = self._formats.get(key)
+            if fmt is None:
+                fmt = self._formats[key] = self.scheme.format_for(self.prefix + name, expert)
+        else:
+            fmt = NONE
         for suffix, shape, dt in fmt.tensors(int(out), int(inp), self.dtype):
             self.raw(f"{name}.{suffix}", shape, layer, dt, count)
         if bias:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,57 @@ class TensorGroup:
         if "#" not in name:
             return [TensorInfo(name, self.shape, self.dtype)] * self.count
         return [TensorInfo(name.replace("#", str(i), 1), self.shape, self.dtype) for i in range(self.count)]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorRow:
+    """Tensor groups identical but for their decoder layer (one template, shape, dtype and count), as one row: the
+    ~1,700 per-layer groups of a trillion-parameter MoE (384 experts × 61 layers) are a few dozen rows.
+
+    ``group`` is the row's first group (lowest layer); ``layers`` the layers that hold it, ascending (empty for a
+    group outside the decoder stack, which is a row of its own); ``positions`` each layer's group's index in the
+    list the row was folded from (what keeps sums in the order a walk of the groups would add them)."""
+
+    group: TensorGroup
+    layers: tuple[int, ...] = ()
+    positions: tuple[int, ...] = ()
+
+
+def fold_rows(groups: Sequence[TensorGroup]) -> tuple[TensorRow, ...]:
+    """The groups folded into rows (``TensorRow``), in the order each row's first group comes; once per group
+    tuple (a model's tensors are one memoized tuple per model and dtype)."""
+    if not isinstance(groups, tuple):
+        return _fold(groups)
+    hit = _FOLDED.get(id(groups))
+    if hit is None or hit[0] is not groups:
+        if len(_FOLDED) >= 32:
+            _FOLDED.clear()
+        hit = _FOLDED[id(groups)] = (groups, _fold(groups))
+    return hit[1]
+
+
+_FOLDED: dict[int, tuple[tuple[TensorGroup, ...], tuple[TensorRow, ...]]] = {}
+
+
+def _fold(groups: Sequence[TensorGroup]) -> tuple[TensorRow, ...]:
+    rows: dict[object, list[tuple[int | None, int, TensorGroup]]] = {}
+    for i, g in enumerate(groups):
+        key: object = (g.template, g.shape, g.dtype, g.count) if g.layer is not None else i
+        members = rows.get(key)
+        if members is None:
+            rows[key] = [(g.layer, i, g)]
+        else:
+            members.append((g.layer, i, g))
+    out = []
+    for members in rows.values():
+        if members[0][0] is None:
+            out.append(TensorRow(members[0][2], (), (members[0][1],)))
+            continue
+        members.sort(key=lambda m: m[0])  # type: ignore[arg-type,return-value]  # layered: ints
+        out.append(TensorRow(members[0][2], tuple(m[0] for m in members),  # type: ignore[misc]
+                             tuple(m[1] for m in members)))
+    out.sort(key=lambda r: min(r.positions))
+    return tuple(out)
 
 
 def _check_entry(name: str, meta: Any, where: str) -> TensorInfo:

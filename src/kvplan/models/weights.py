@@ -8,11 +8,13 @@ size (``estimate_weight_bytes``) is the same sum without sharding.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kvplan.errors import KvplanError
+from kvplan.models.paths import stat_mode
 from kvplan.models.spec import ModelSpec
 from kvplan.models.tensors import TensorGroup
 
@@ -26,10 +28,11 @@ class Tensors:
 
 
 def estimate_weight_bytes(spec: ModelSpec, quant: dict[str, Any] | None) -> int:
-    """Whole-checkpoint bytes (all ranks together) from config.json's architecture and quantization_config."""
-    from kvplan.models.synth import synthesize_groups
+    """Whole-checkpoint bytes (all ranks together) from config.json's architecture and quantization_config (once per
+    model: ``models.facts.checkpoint_bytes``)."""
+    from kvplan.models.facts import checkpoint_bytes
 
-    return sum(g.nbytes for g in synthesize_groups(spec, quant if quant is not None else {}))
+    return checkpoint_bytes(spec, quant)
 
 
 def override_bytes(override_gib: float) -> int:
@@ -48,9 +51,9 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
         if not cand or "://" in str(cand):
             continue
         p = Path(str(cand)).expanduser()
-        d = p if p.is_dir() else p.parent
+        d = p if stat.S_ISDIR(stat_mode(p)) else p.parent
         try:
-            if d.is_dir() and any(d.glob("*.safetensors")):
+            if stat.S_ISDIR(stat_mode(d)) and any(d.glob("*.safetensors")):
                 return str(d)
         except OSError:
             continue
@@ -60,12 +63,23 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
 _HEADER_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], tuple[TensorGroup, ...]] = {}
 
 
-def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
-    from kvplan.models.tensors import group_tensors, read_safetensors_headers, safetensors_files
+def checkpoint_key(checkpoint_dir: str | None) -> tuple[str, tuple[tuple[str, int, int], ...]] | None:
+    """What a checkpoint directory's tensors depend on: its real path and each safetensors file's name, size and
+    mtime (None without a directory)."""
+    from kvplan.models.tensors import safetensors_files
 
+    if not checkpoint_dir:
+        return None
     files = safetensors_files(checkpoint_dir)
-    key = (os.path.realpath(checkpoint_dir),
-           tuple((f.name, int(f.stat().st_size), int(f.stat().st_mtime_ns)) for f in files))
+    return (os.path.realpath(checkpoint_dir),
+            tuple((f.name, int(f.stat().st_size), int(f.stat().st_mtime_ns)) for f in files))
+
+
+def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
+    from kvplan.models.tensors import group_tensors, read_safetensors_headers
+
+    key = checkpoint_key(checkpoint_dir)
+    assert key is not None
     if key not in _HEADER_CACHE:
         if len(_HEADER_CACHE) >= 4:
             _HEADER_CACHE.pop(next(iter(_HEADER_CACHE)))
@@ -75,7 +89,7 @@ def _header_groups(checkpoint_dir: str) -> tuple[TensorGroup, ...]:
 
 def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
     """The checkpoint's tensor groups: headers if ``checkpoint_dir`` has safetensors files, else synthesized."""
-    from kvplan.models.synth import synthesis_notes, synthesize_groups
+    from kvplan.models.facts import synthesized
 
     if checkpoint_dir:
         from kvplan.models.tensors import safetensors_files
@@ -87,8 +101,8 @@ def load_tensors(model: ModelSpec, checkpoint_dir: str | None) -> Tensors:
     if model.config is None:
         raise KvplanError(f"{model.name}: no config.json to derive the weights from",
                           "pass --model-config PATH or --weights-gib (per rank)")
-    groups = tuple(synthesize_groups(model))
-    return Tensors(groups, False, "synthesized from config.json (no safetensors at hand)", synthesis_notes(model))
+    groups, notes = synthesized(model)
+    return Tensors(groups, False, "synthesized from config.json (no safetensors at hand)", notes)
 
 
 def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
@@ -96,17 +110,28 @@ def hold_in_dtype(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGr
     under ``set_default_torch_dtype(model dtype)`` and copy the checkpoint into them). Quantization scales and
     fp32-by-construction tensors (``e_score_correction_bias``) keep their dtype; per-channel scales
     [out, 1] are float32 parameters whatever the checkpoint stored (``ChannelQuantScaleParameter(...,
-    dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights)."""
-    from dataclasses import replace
+    dtype=torch.float32)`` in both engines' compressed_tensors_w8a8_{int8,fp8}.py::create_weights). Once per
+    group tuple and dtype."""
+    hit = _HELD.get((id(groups), dtype))
+    if hit is None or hit[0] is not groups:
+        if len(_HELD) >= 32:
+            _HELD.clear()
+        hit = _HELD[(id(groups), dtype)] = (groups, _hold(groups, dtype))
+    return hit[1]
 
+
+_HELD: dict[tuple[int, str], tuple[tuple[TensorGroup, ...], tuple[TensorGroup, ...]]] = {}
+
+
+def _hold(groups: tuple[TensorGroup, ...], dtype: str) -> tuple[TensorGroup, ...]:
     out = []
     for g in groups:
         leaf = g.template.rsplit(".", 1)[-1]
         if leaf == "weight_scale" and len(g.shape) == 2 and g.shape[1] == 1 and g.dtype in ("F16", "BF16"):
-            out.append(replace(g, dtype="F32"))
+            out.append(TensorGroup(g.template, g.shape, "F32", g.layer, g.count))
             continue
         if g.dtype in ("F32", "F16", "BF16") and g.dtype != dtype and "scale" not in leaf \
                 and leaf != "e_score_correction_bias":
-            g = replace(g, dtype=dtype)
+            g = TensorGroup(g.template, g.shape, dtype, g.layer, g.count)
         out.append(g)
     return tuple(out)

@@ -25,12 +25,25 @@ from the others (for a single-log class: from its family or platform).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import median
 
 from kvplan.engines.sglang.baseline_data import POINTS, BaselinePoint
 from kvplan.hardware.links import link_class
+
+
+def median(values: Sequence[float]) -> float:
+    """``statistics.median``'s own arithmetic (the middle value, or the mean of the two middle ones), without importing
+    statistics (fractions, decimal, random) on the CLI's start-up."""
+    data = sorted(values)
+    n = len(data)
+    if n == 0:
+        raise ValueError("no median for empty data")
+    if n % 2 == 1:
+        return data[n // 2]
+    return (data[n // 2 - 1] + data[n // 2]) / 2
+
 
 GiB = 1 << 30
 # PCIe with P2P (NCCL P2P buffers in GPU memory) and without (GeForce: NCCL's SHM transport keeps them in host
@@ -129,6 +142,7 @@ def _default_fit() -> _Fit:
     return _fit(POINTS)
 
 
+@lru_cache(maxsize=512)
 def baseline_overhead(gpu: str | None, ranks_per_node: int) -> Estimate:
     """GPU memory a rank holds before SGLang measures T, for this GPU (name as nvidia-smi/amd-smi print it, or
     None) and this many ranks of the launch on one node. T = memory.total - value (low/high: the range)."""

@@ -17,6 +17,8 @@ model is taken to be off the prefill-graph allow-list), ROCm/NPU/XPU, ``llama-2`
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kvplan.engines.sglang.defaults_io import DefaultsInput, ResolvedDefaults
 from kvplan.engines.versions import Version, within
 
@@ -233,8 +235,10 @@ def _reserve_formula(inp: DefaultsInput, v: Version) -> ResolvedDefaults:
     return ResolvedDefaults(mfs * f, chunk, bs, res_out, rule + note)
 
 
+@lru_cache(maxsize=1024)
 def resolve_defaults(inp: DefaultsInput) -> ResolvedDefaults:
-    """SGLang's defaults for this launch; ValueError when the version's behaviour is not known here."""
+    """SGLang's defaults for this launch; ValueError when the version's behaviour is not known here. A pure function
+    of its frozen input: computed once per input (a slider or a tune candidate that leaves them alone reuses it)."""
     v = _v(inp.version)
     if v < _v(OLDEST):
         raise ValueError(f"SGLang {inp.version} is older than {OLDEST}, the oldest release modelled here")

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
-from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.loggpu import LogGpu
-from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.sglang import deploy, launch, server
 from kvplan.engines.sglang.args import FLAGS, SGLangArgs, parse_sglang
 from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_fitting_size_gb, plan_host
@@ -17,10 +14,15 @@ from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
 from kvplan.errors import KvplanError
-from kvplan.logs.facts import LogFacts
-from kvplan.options import PlanOptions
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
 from kvplan.units import GiB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
+    from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+    from kvplan.logs.facts import LogFacts
+    from kvplan.options import PlanOptions
 
 # the benchmark entry points take the same ServerArgs and build the same pools
 MODULES = ("sglang.launch_server", "sglang.launch_server_v2", "sglang.bench_latency", "sglang.bench_one_batch",
@@ -188,6 +190,13 @@ class SGLangEngine(Engine):
         return "host KV requested (all ranks)", "engine host reserve (HiCache keeps it free)"
 
     def plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None = None) -> Plan:
+        """One plan reads each path of the filesystem once (``models.paths.view``)."""
+        from kvplan.models.paths import view
+
+        with view({}):
+            return self._plan(cmd, options, args)
+
+    def _plan(self, cmd: LaunchCommand, options: PlanOptions, args: SGLangArgs | None) -> Plan:
         from kvplan.engines.sglang.weights import model_weights_bytes
         from kvplan.hardware.cluster import resolve_cluster
         from kvplan.models.catalog import resolve_model
@@ -204,7 +213,7 @@ class SGLangEngine(Engine):
                                   options.host_mem_gib, world_size=args.world_size, limits=options,
                                   local_host=options.local_host)
         gpu = plan_gpu(model, args, cluster, rules, version, options.weights_gib, options.free_gib)
-        band = kv_tokens_band(model, args, cluster, rules, version, gpu)
+        band = kv_tokens_band(gpu)
         # ranks_per_host = launch_world_size // nnodes (the engine's own split, 0.5.20+)
         ranks_node = min(cluster.gpus_per_node, max(1, args.world_size // nodes))
         seen = cluster.host_mem_bytes  # 0.5.23's check also reads the cgroup: min(available, cgroup headroom)
@@ -247,10 +256,12 @@ class SGLangEngine(Engine):
             host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
             unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
             model_path=args.model_path, world_size=args.world_size, nnodes=args.nnodes,
-            checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
+            # the estimate without --weights-gib: the pool's own weights when none was given
+            checkpoint_weights_bytes_per_rank=gpu.weights_bytes if options.weights_gib is None
+            else model_weights_bytes(model, args, cluster.gpu_name, version),
         )
         return Plan(engine=self.name, engine_version=version, version_source=vsrc, command=cmd.text(),
-                    model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                    model=ModelSummary.of(model), cluster=ClusterSummary(**cluster.summary()),
                     per_rank=rank, per_node=node,
                     per_replica=replica, settings=settings,
                     assumptions=gpu.assumptions)

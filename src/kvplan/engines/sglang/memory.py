@@ -26,6 +26,66 @@ from kvplan.units import GiB, MiB
 
 
 @dataclass(frozen=True)
+class PoolSize:
+    """What one (P, W) pair leaves for the pools (``PoolSizing.size``)."""
+
+    slack_bytes: int
+    rest_bytes: int  # for KV after the Mamba state pool
+    mamba_slots: int | None
+    mamba_bytes: int
+    kv_tokens: int
+
+
+@dataclass(frozen=True)
+class PoolSizing:
+    """The KV pool's token count as a function of P (free memory before the weights) and W (the weights), every
+    other input of the launch fixed: the steps of ``KVCacheConfigurator._profile_available_bytes`` ->
+    ``config_from_budget`` (0.5.23; ``profile_max_num_token`` ≤0.5.15), in the engine's order:
+
+        slack = int(P × (1 − mem_fraction_static))
+        rest  = P − W − slack − mm_reservation
+        Mamba state (hybrid linear, rest > 0): slots = --max-mamba-cache-size // attn_dp, else
+              (int((rest × r/(1+r) − s) // s) with the padding slot, int(rest × r/(1+r) // s) without; s = bytes per
+              slot, r = --mamba-full-memory-ratio); rest −= (slots + padding) × s  (``_handle_max_mamba_cache``)
+        tokens = max(0, rest) // cell // page × page, then min(--max-total-tokens // page × page)
+
+    ``plan_gpu`` sizes the pool with it, and ``kv_tokens_band`` moves P and W to their ends through the same
+    function: the band is the plan's own arithmetic, not a second formula."""
+
+    mem_fraction_static: float
+    mm_reservation_bytes: int
+    bytes_per_token: int
+    page_size: int
+    max_total_tokens: int | None
+    mamba_slot_bytes: int  # 0: no Mamba state pool
+    max_mamba_cache_size: int | None
+    attn_dp_size: int
+    mamba_full_memory_ratio: float
+    mamba_padding_slot: bool
+
+    def size(self, p_bytes: int, w_bytes: int) -> PoolSize:
+        slack = int(p_bytes * (1 - self.mem_fraction_static))
+        rest = p_bytes - w_bytes - slack - self.mm_reservation_bytes
+        mamba_slots, mamba_bytes = None, 0
+        per_slot = self.mamba_slot_bytes
+        if per_slot and rest > 0:
+            if self.max_mamba_cache_size:
+                mamba_slots = self.max_mamba_cache_size // self.attn_dp_size
+            else:  # kv_cache_configurator.py::_handle_max_mamba_cache: rest × r/(1+r) for the state pool
+                r = self.mamba_full_memory_ratio
+                budget = rest * r / (1 + r)
+                mamba_slots = int((budget - per_slot) // per_slot) if self.mamba_padding_slot \
+                    else int(budget // per_slot)
+            mamba_bytes = (mamba_slots + (1 if self.mamba_padding_slot else 0)) * per_slot
+            rest -= mamba_bytes
+        page = self.page_size
+        tokens = max(0, rest) // self.bytes_per_token // page * page if self.bytes_per_token else 0
+        if self.max_total_tokens and tokens > self.max_total_tokens:
+            tokens = self.max_total_tokens // page * page
+        return PoolSize(slack, rest, mamba_slots, mamba_bytes, int(tokens))
+
+
+@dataclass(frozen=True)
 class GpuPool:
     cell: Cell
     mem_fraction_static: float
@@ -54,6 +114,7 @@ class GpuPool:
     baseline_free_high_bytes: int = 0
     weights_low_bytes: int = 0
     weights_high_bytes: int = 0
+    sizing: PoolSizing | None = None  # tokens as a function of (P, W): the band's arithmetic
 
     @property
     def estimated_inputs(self) -> bool:
@@ -122,25 +183,17 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     wp = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
     w_bytes = wp.bytes
     notes.extend(wp.notes)
-    slack = int(p_bytes * (1 - mfs))
-    mm_res = 100 * MiB if (rules.mm_reservation and model.is_multimodal) else 0
-    rest = p_bytes - w_bytes - slack - mm_res
-    mamba_slots, mamba_bytes = None, 0
-    per_slot = _mamba_per_slot(model, args, cell)
-    if per_slot and rest > 0:
-        if args.max_mamba_cache_size:
-            mamba_slots = args.max_mamba_cache_size // args.attn_dp_size
-        else:  # kv_cache_configurator.py::_handle_max_mamba_cache: rest × r/(1+r) for the state pool
-            r = args.mamba_full_memory_ratio
-            budget = rest * r / (1 + r)
-            mamba_slots = int((budget - per_slot) // per_slot) if rules.mamba_padding_slot else int(budget // per_slot)
-        mamba_bytes = (mamba_slots + (1 if rules.mamba_padding_slot else 0)) * per_slot
-        rest -= mamba_bytes
     page = args.page_size or (64 if (args.attention_backend or "") in ("flashmla", "trtllm_mla", "cutlass_mla")
                               else 1)
-    tokens = max(0, rest) // cell.bytes_per_token // page * page if cell.bytes_per_token else 0
-    if args.max_total_tokens and tokens > args.max_total_tokens:
-        tokens = args.max_total_tokens // page * page
+    sizing = PoolSizing(
+        mem_fraction_static=mfs, mm_reservation_bytes=100 * MiB if (rules.mm_reservation and model.is_multimodal)
+        else 0, bytes_per_token=cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
+        mamba_slot_bytes=_mamba_per_slot(model, args, cell), max_mamba_cache_size=args.max_mamba_cache_size,
+        attn_dp_size=args.attn_dp_size, mamba_full_memory_ratio=args.mamba_full_memory_ratio,
+        mamba_padding_slot=rules.mamba_padding_slot)
+    size = sizing.size(p_bytes, w_bytes)
+    slack, rest, mamba_slots, mamba_bytes, tokens = (size.slack_bytes, size.rest_bytes, size.mamba_slots,
+                                                     size.mamba_bytes, size.kv_tokens)
     swa_tokens = None
     if cell.hybrid_swa:
         swa_tokens = int(args.swa_full_tokens_ratio * tokens) // page * page
@@ -167,20 +220,25 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                    chunked_prefill_size=d.chunked_prefill_size if d else args.chunked_prefill_size,
                    cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes),
                    baseline_free_low_bytes=p_lo, baseline_free_high_bytes=p_hi, weights_low_bytes=wp.low_bytes,
-                   weights_high_bytes=wp.high_bytes)
+                   weights_high_bytes=wp.high_bytes, sizing=sizing)
 
 
-def kv_tokens_band(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLangRules, version: str,
-                   gpu: GpuPool) -> tuple[int, int]:
-    """(low, high) KV tokens per rank: the same plan with P at its low end and the weights at their high end, then
-    the reverse (``rest = P × mfs − W`` is monotone in both). The value itself when both are exact (``--free-gib``
-    and ``--weights-gib``, e.g. a log's figures)."""
-    if not gpu.estimated_inputs:
+def kv_tokens_band(gpu: GpuPool) -> tuple[int, int]:
+    """(low, high) KV tokens per rank: the pool sized (``PoolSizing.size``, the plan's own arithmetic) with P at its
+    low end and the weights at their high end, then the reverse (``rest = P × mfs − W`` is monotone in both); each
+    input moved alone, their token differences added in quadrature with the residual the terms leave unexplained
+    (``MODEL_RESIDUAL_FRACTION`` of the tokens):
+
+        lo = tokens − sqrt(Σ max(0, tokens − tokens(P_lo, W), tokens − tokens(P, W_hi), resid)²)
+        hi = tokens + sqrt(Σ max(0, tokens(P_hi, W) − tokens, tokens(P, W_lo) − tokens, resid)²)
+
+    The value itself when both are exact (``--free-gib`` and ``--weights-gib``, e.g. a log's figures)."""
+    if not gpu.estimated_inputs or gpu.sizing is None:
         return gpu.kv_tokens, gpu.kv_tokens
     p0, w0 = gpu.baseline_free_bytes, gpu.weights_bytes
 
     def tokens(p: int, w: int) -> int:
-        return plan_gpu(model, args, cluster, rules, version, weights_gib=w / GiB, free_gib=p / GiB).kv_tokens
+        return gpu.sizing.size(p, w).kv_tokens if gpu.sizing else gpu.kv_tokens
 
     # the two inputs' errors are independent (context/communicators vs tensors): each moved alone, then added in
     # quadrature

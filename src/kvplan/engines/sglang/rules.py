@@ -7,6 +7,7 @@ Rows are matched by "first version in which this behaviour is seen among the whe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.engines.versions import Version, installed_version, require_known, select_row
 
@@ -62,6 +63,7 @@ def default_version() -> tuple[str, str]:
     return NEWEST, "newest known (no sglang installed; pass --engine-version)"
 
 
+@lru_cache(maxsize=256)
 def rules_for(version: str) -> SGLangRules:
     return select_row(ROWS, require_known(version, OLDEST, NEWEST, "SGLang"))
 

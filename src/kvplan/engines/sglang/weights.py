@@ -34,9 +34,10 @@ fused parameters) and what the process gains while loading (``load_calibration.l
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kvplan.engines.versions import Version
+from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
 from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
 from kvplan.models.roles import Role
@@ -48,6 +49,35 @@ from kvplan.models.weights import hold_in_dtype, load_tensors
 from kvplan.models.weights_band import WeightsPlan
 
 MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class WeightArgs:
+    """The launch flags the weights of a rank depend on (everything ``_estimate_stage`` reads of the launch): with
+    the model's identity, the platform, the version and the stage, the key of the memoized estimate."""
+
+    tp_size: int = 1
+    pp_size: int = 1
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+    moe_a2a_backend: str | None = None
+    ep_size: int = 1
+    enable_ep_moe: bool = False
+    enable_deepep_moe: bool = False
+    moe_dense_tp_size: int | None = None
+    enable_dp_lm_head: bool = False
+    disable_shared_experts_fusion: bool = False
+    dtype: str = "auto"
+    quantization: str | None = None
+
+    @classmethod
+    def of(cls, args) -> WeightArgs:
+        return cls(args.tp_size, args.pp_size, args.dp_size, bool(args.enable_dp_attention),
+                   getattr(args, "moe_a2a_backend", None), int(getattr(args, "ep_size", 1) or 1),
+                   bool(getattr(args, "enable_ep_moe", False)), bool(getattr(args, "enable_deepep_moe", False)),
+                   getattr(args, "moe_dense_tp_size", None), bool(getattr(args, "enable_dp_lm_head", False)),
+                   bool(getattr(args, "disable_shared_experts_fusion", False)), getattr(args, "dtype", "auto"),
+                   getattr(args, "quantization", None))
 
 
 def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
@@ -137,15 +167,20 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None) -> WeightsEstimate:
-    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
-    from kvplan.models.weights_memo import memo_key, memoized
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), once per model, layout flags
+    (``WeightArgs``), platform, version and stage (``models.memo``); a checkpoint directory's by its files too."""
+    from kvplan.models.weights import checkpoint_key
 
-    key = None if checkpoint_dir else memo_key("sglang", model, args, cluster_platform, version, stage)
-    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage))
+    wa = WeightArgs.of(args)
+    key = (model.identity, wa, cluster_platform, version, stage, checkpoint_key(checkpoint_dir))
+    return _ESTIMATES.get(key, lambda: _estimate_stage(model, wa, cluster_platform, version, checkpoint_dir, stage))
 
 
-def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
-                   stage: int | None) -> WeightsEstimate:
+_ESTIMATES: Memo[WeightsEstimate] = Memo("SGLang weights per rank", 256)
+
+
+def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, version: str,
+                    checkpoint_dir: str | None, stage: int | None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest)."""
     from kvplan.engines.sglang.load_calibration import load_context_growth
 
@@ -252,13 +287,19 @@ def _tied(groups) -> bool:
 def _segment_rounding(groups, place, layers: range) -> int:
     """Caching-allocator segment tails over SGLang's parameters as the model builds them (``models.torch_allocator``):
     one parameter per fused module and layer (q/k/v -> ``qkv_proj``, gate/up -> ``gate_up_proj``, experts stacked
-    as w13 / w2 per layer), created embedding first, then layer by layer, then the rest."""
+    as w13 / w2 per layer), created embedding first, then layer by layer (each layer's in the order its groups come),
+    then the rest. Groups alike but for their layer are placed once (``tensors.fold_rows``)."""
     from kvplan.models.sharding import shard_bytes
+    from kvplan.models.tensors import fold_rows
     from kvplan.models.torch_allocator import reserved_overhead_bytes
 
     sizes: dict[tuple, int] = {}
-    for g in groups:
-        if g.layer is not None and g.layer not in layers:
+    first: dict[tuple, int] = {}  # the position of the first group of each parameter
+    for row in fold_rows(groups):
+        g = row.group
+        members = [(None, row.positions[0])] if g.layer is None else \
+            [(layer, pos) for layer, pos in zip(row.layers, row.positions, strict=True) if layer in layers]
+        if not members:
             continue
         p = place(g)
         if p is None:
@@ -272,13 +313,17 @@ def _segment_rounding(groups, place, layers: range) -> int:
         expert = role_of(g).group == "experts"
         if expert:  # experts.{e}.w1 ... -> one stacked parameter per layer
             prefix = prefix.split("experts")[0]
-        key = (g.layer, expert, prefix, merged, leaf)
-        sizes[key] = sizes.get(key, 0) + shard_bytes(g, p)
+        n = shard_bytes(g, p)
+        for layer, pos in members:
+            key = (layer, expert, prefix, merged, leaf)
+            sizes[key] = sizes.get(key, 0) + n
+            if pos < first.get(key, pos + 1):
+                first[key] = pos
 
-    def order(k: tuple) -> tuple[int, int]:
+    def order(k: tuple) -> tuple[int, int, int]:
         if k[0] is None:
-            return (0 if "embed" in (k[2] + k[3]) else 2, 0)
-        return (1, k[0])
+            return (0 if "embed" in (k[2] + k[3]) else 2, 0, first[k])
+        return (1, k[0], first[k])
 
     return reserved_overhead_bytes(sizes[k] for k in sorted(sizes, key=order))
 

@@ -173,6 +173,9 @@ def _check_env(env: dict[str, str]) -> None:
         val.count("LMCACHE_CHUNK_SIZE", env["LMCACHE_CHUNK_SIZE"], 1, val.MAX_TOKENS, "e.g. 256")
 
 
+_BY_KEY: dict[str, str] = {}  # flag key -> canonical name, filled on the first parse
+
+
 def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
     p = parse_flags(cmd.args, FLAGS)
     v: dict[str, Any] = dict(p.values)
@@ -202,6 +205,7 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
                 validate.gib(f"--kv-transfer-config kv_connector_extra_config {key}", extra[key])
     fields = VLLMArgs.__dataclass_fields__
     kwargs = {k: val for k, val in v.items() if k in fields}
-    by_key = {f.key: f.name for f in FLAGS}
-    given = tuple(by_key[k] for k in p.seen)
+    if not _BY_KEY:
+        _BY_KEY.update({f.key: f.name for f in FLAGS})
+    given = tuple(_BY_KEY[k] for k in p.seen)
     return VLLMArgs(**kwargs, env=env, flags_given=given, unknown_flags=tuple(p.unknown))

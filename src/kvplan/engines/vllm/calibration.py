@@ -11,6 +11,7 @@ posted) with the figure read from them. A startup log's figures (``kvplan explai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.units import GiB
 
@@ -59,6 +60,7 @@ def catalogued_reserve(gpu_name: str | None) -> Calibration | None:
                        g.torch_total_source or "hardware/gpus.json")
 
 
+@lru_cache(maxsize=256)
 def torch_reserve(gpu_name: str | None, platform: str = "cuda") -> Calibration:
     """nvidia-smi memory.total − torch's total for this GPU: the catalog's own figure (``catalogued_reserve``) when it
     has one, else ROCm's 0 (rocm-smi and HIP report the same VRAM total: MI300X, MI250X, MI355X in the catalog) or

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.engines.versions import Version
 from kvplan.errors import KvplanError
@@ -59,6 +60,7 @@ _PRE_AMPERE: tuple[tuple[str, float], ...] = (
 )
 
 
+@lru_cache(maxsize=256)
 def platform_of(gpu_name: str, is_cpu: bool) -> tuple[str, float | None]:
     """("cuda" | "rocm" | "cpu", compute capability for CUDA or None)."""
     if is_cpu:
@@ -91,6 +93,7 @@ class ModelDtype:
         return BYTES[self.name]
 
 
+@lru_cache(maxsize=1024)
 def resolve_dtype(version: str, flag: str | None, config_dtype: str | None, model_type: str,
                   platform: str = "cuda", cc: float | None = 8.0) -> ModelDtype:
     """The dtype vLLM ``version`` runs a checkpoint in (see the module docstring for the per-version rules).

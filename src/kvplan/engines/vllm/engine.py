@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.base import Engine
 from kvplan.engines.cmdline import Flag, LaunchCommand
-from kvplan.engines.levers import LeverInputs, LeverSpec
-from kvplan.engines.loggpu import LogGpu
-from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
 from kvplan.engines.vllm import deploy, launch, server
-from kvplan.engines.vllm.args import FLAGS, VLLMArgs, parse_vllm
 from kvplan.engines.vllm.rules import NEWEST
-from kvplan.engines.vllm.settings import vllm_settings
-from kvplan.logs.facts import LogFacts
-from kvplan.options import PlanOptions
 from kvplan.result import (
     Plan,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.engines.levers import LeverInputs, LeverSpec
+    from kvplan.engines.loggpu import LogGpu
+    from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+    from kvplan.engines.vllm.args import VLLMArgs
+    from kvplan.logs.facts import LogFacts
+    from kvplan.options import PlanOptions
 
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
 
@@ -50,9 +51,13 @@ class VLLMEngine(Engine):
     metrics = server.METRICS
 
     def parse(self, cmd: LaunchCommand) -> VLLMArgs:
+        from kvplan.engines.vllm.args import parse_vllm
+
         return parse_vllm(cmd)
 
     def flag_table(self) -> tuple[Flag, ...]:
+        from kvplan.engines.vllm.args import FLAGS
+
         return FLAGS
 
     def default_version(self) -> tuple[str, str]:
@@ -74,7 +79,7 @@ class VLLMEngine(Engine):
         return SETTINGS
 
     def launch_model(self, cmd: LaunchCommand) -> str | None:
-        return parse_vllm(cmd).model
+        return self.parse(cmd).model
 
     def slider_flags(self, sliders: Mapping[str, Any]) -> dict[str, str | None]:
         from kvplan.engines.vllm import sliders as page
@@ -136,6 +141,8 @@ class VLLMEngine(Engine):
     def observed_kv_tokens(self, facts: LogFacts, plan: Plan | None) -> int | None:
         tokens = super().observed_kv_tokens(facts, plan)
         if tokens is None and facts.gpu_blocks and plan is not None:  # V0 prints blocks, not tokens
+            from kvplan.engines.vllm.settings import vllm_settings
+
             tokens = facts.gpu_blocks * vllm_settings(plan).block_size
         return tokens
 
@@ -157,6 +164,8 @@ class VLLMEngine(Engine):
         return server.server_facts(cache_config, models, ignored)
 
     def running_cap(self, plan: Plan) -> int | None:
+        from kvplan.engines.vllm.settings import vllm_settings
+
         return vllm_settings(plan).max_num_seqs
 
     def pool_scope(self, plan: Plan) -> str:
@@ -206,7 +215,7 @@ class VLLMEngine(Engine):
 
         env_changes = {k: v for k, v in flags.items() if not k.startswith("-")}
         flag_changes = {k: v for k, v in flags.items() if k.startswith("-")}
-        tokens = rewrite_flags(cmd, flag_changes, FLAGS)
+        tokens = rewrite_flags(cmd, flag_changes, self.flag_table())
         out = []
         for t in tokens[: len(cmd.env)]:
             k = t.split("=", 1)[0]

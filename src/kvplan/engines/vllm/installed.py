@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -21,7 +22,23 @@ def _env_root(program: str) -> Path | None:
 
 
 def installed_vllm(program: str) -> tuple[str, bool] | None:
-    """(version, is_cpu_build) of the vLLM installed in the environment of ``program``, if any."""
+    """(version, is_cpu_build) of the vLLM installed in the environment of ``program``, if any. Read once per
+    process, program and PATH (every plan of a vLLM command asks; environments do not change under a plan)."""
+    key = (program, os.environ.get("PATH", ""))
+    hit = _FOUND.get(key)
+    if hit is not None:
+        return hit[0]
+    found = _installed(program)
+    if len(_FOUND) >= 64:
+        _FOUND.clear()
+    _FOUND[key] = (found,)
+    return found
+
+
+_FOUND: dict[tuple[str, str], tuple[tuple[str, bool] | None]] = {}
+
+
+def _installed(program: str) -> tuple[str, bool] | None:
     root = _env_root(program)
     if root is None:
         return None

@@ -56,6 +56,8 @@ def group_layers(specs: list[LayerSpec], disable_hybrid: bool = False) -> KVLayo
         raise UnsupportedModel("--disable-hybrid-kv-cache-manager cannot unify Mamba/GDN state with attention")
     if disable_hybrid:  # unify_hybrid_kv_cache_specs: sliding-window layers become full attention
         specs = [LayerSpec("full", s.page_bytes) if s.kind == "swa" else s for s in specs]
+    if specs.count(specs[0]) == len(specs):  # every layer alike: one group with every layer (as below)
+        return KVLayout((tuple(specs),), specs[0].page_bytes * len(specs))
     pages = {s.page_bytes for s in specs}
     if len(pages) > 1:
         raise UnsupportedModel("layers with different page sizes (packed KV groups) are not modeled by kvplan")

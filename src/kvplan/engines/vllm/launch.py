@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Plan
 
 # (phase, regex) in vLLM's startup order; phase names as in kvplan.launch.phases.PHASES
@@ -31,6 +30,8 @@ LAUNCH_MARKERS = ("non-default args:", "Initializing a V1 LLM engine", "Initiali
 
 def kv_cache_on_host(plan: Plan) -> tuple[str, str] | None:
     """vLLM-CPU keeps its KV cache in host memory, sized by VLLM_CPU_KVCACHE_SPACE (whole GiB per rank)."""
+    from kvplan.engines.vllm.settings import vllm_settings
+
     s = vllm_settings(plan)
     return ("vLLM CPU platform", s.kv_budget_source) if s.platform == "cpu" else None
 

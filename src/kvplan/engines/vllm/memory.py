@@ -66,23 +66,28 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
     per block (``hybrid``: ``hybrid.hybrid_pages``)."""
     tp = args.tensor_parallel_size
     hk = heads_kind or KvHeads(model.is_mla, model.head_dim, total_heads=model.num_kv_heads)
+    one: dict[str, LayerSpec] = {}  # the spec of each layer kind (layers of one kind share one frozen spec)
+
+    def spec(kind: str) -> LayerSpec:
+        if kind == "linear":
+            if hybrid is None:
+                raise KvplanError(f"internal: {model.name} has linear-attention layers but no hybrid pages")
+            return LayerSpec("mamba", hybrid.page_bytes, state_blocks=hybrid.state_blocks,
+                             block_tokens=hybrid.state_block_tokens)
+        if hk.mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
+            return LayerSpec("mla", block_size * model.mla_kv_dim * kv_bytes)
+        page = block_size * attention_token_bytes(model, tp, hk, kv_bytes)
+        return LayerSpec("swa" if kind == "swa" else "full", page, model.sliding_window if kind == "swa" else None)
+
     stages = []
+    kinds = model.layer_kinds
     for rng in pp_layer_ranges(model.num_layers, args.pipeline_parallel_size):
         specs = []
         for i in rng:
-            kind = model.layer_kinds[i]
-            if kind == "linear":
-                if hybrid is None:
-                    raise KvplanError(f"internal: {model.name} has linear-attention layers but no hybrid pages")
-                specs.append(LayerSpec("mamba", hybrid.page_bytes, state_blocks=hybrid.state_blocks,
-                                       block_tokens=hybrid.state_block_tokens))
-                continue
-            if hk.mla:  # MLAAttentionSpec: one latent row, replicated on every TP rank
-                specs.append(LayerSpec("mla", block_size * model.mla_kv_dim * kv_bytes))
-                continue
-            page = block_size * attention_token_bytes(model, tp, hk, kv_bytes)
-            specs.append(LayerSpec("swa" if kind == "swa" else "full", page,
-                                   model.sliding_window if kind == "swa" else None))
+            s = one.get(kinds[i])
+            if s is None:
+                s = one[kinds[i]] = spec(kinds[i])
+            specs.append(s)
         stages.append(specs)
     return stages
 

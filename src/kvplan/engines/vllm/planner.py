@@ -8,6 +8,7 @@ v1_oracle); this module only puts their answers together, in the order vLLM's ow
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 
 from kvplan.engines.cmdline import LaunchCommand
@@ -16,13 +17,21 @@ from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
-from kvplan.engines.vllm.kvcache import capacity, group_layers
+from kvplan.engines.vllm.installed import installed_vllm
+from kvplan.engines.vllm.kvcache import LayerSpec, capacity, group_layers
 from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
+from kvplan.engines.vllm.mla import kv_heads
 from kvplan.engines.vllm.profile import batch_defaults, engine_kind
 from kvplan.engines.vllm.profiled import ProfileInputs
+from kvplan.engines.vllm.rules import default_version, rules_for
 from kvplan.engines.vllm.settings import CapacityRules, VLLMSettings
 from kvplan.engines.vllm.v1_oracle import V0_ONLY_SETTINGS, v0_fallback
+from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
 from kvplan.errors import KvplanError
+from kvplan.hardware.cluster import resolve_cluster
+from kvplan.models.catalog import resolve_model
+from kvplan.models.paths import view
+from kvplan.models.weights_band import WeightsPlan
 from kvplan.options import PlanOptions
 from kvplan.result import (
     ClusterSummary,
@@ -65,14 +74,13 @@ def _host_fix(tiers: list[hosts.HostTier], host_bytes: int | None) -> HostFix | 
 
 def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None = None) -> Plan:
     """The launch -> the plan: version, model, cluster, block size, dtype, the per-rank budget (memory.budget),
-    blocks and tokens (kvcache.capacity), host tiers, and the settings the rest of kvplan reads."""
-    from kvplan.engines.vllm.installed import installed_vllm
-    from kvplan.engines.vllm.rules import default_version, rules_for
-    from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
-    from kvplan.hardware.cluster import resolve_cluster
-    from kvplan.models.catalog import resolve_model
-    from kvplan.models.weights_band import WeightsPlan
+    blocks and tokens (kvcache.capacity), host tiers, and the settings the rest of kvplan reads. One plan reads
+    each path of the filesystem once (``models.paths.view``)."""
+    with view({}):
+        return _build_plan(engine_name, cmd, options, args)
 
+
+def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args: VLLMArgs | None) -> Plan:
     args = args or parse_vllm(cmd)
     here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
     if here and here[1] and not args.is_cpu and not (options.gpu or options.gpu_mem_mib):
@@ -103,8 +111,6 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
                                   options.host_mem_gib, world_size=args.world_size,
                                   limits=options, local_host=options.local_host)
-    from kvplan.engines.vllm.mla import kv_heads
-
     hk = kv_heads(model, version, args.env)
     if hk.note:
         notes.append(hk.note)
@@ -142,10 +148,14 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
                         or (args.is_cpu and args.env.get("VLLM_CPU_KVCACHE_SPACE")))
     try:
         wp = plan_weights(model, args, cluster.gpu_name, version, options.weights_gib)
+        estimate = wp.bytes if options.weights_gib is None else model_weights_bytes(model, args, cluster.gpu_name,
+                                                                                     version)
     except KvplanError:
         if not exact_budget:
             raise
         wp = WeightsPlan.given(0, ("weights unknown (not needed: the KV memory is given)",))
+        estimate = None if options.weights_gib is None else model_weights_bytes(model, args, cluster.gpu_name,
+                                                                                version)
     full_weights_bytes = wp.bytes  # per rank, before --cpu-offload-gb moves some to the host
     offload = int(args.cpu_offload_gb * GiB)
     w_bytes = max(0, wp.bytes - offload)
@@ -180,8 +190,8 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
     # the band: the same capacity at every estimated term's high end, then at its low end (terms.Budget)
     cap_lo, cap_hi = (capacity(layout, max(0, x), block, max_len, batches * mnbt, rules.capacity_formula,
                                args.num_gpu_blocks_override) for x in b.available_range_bytes)
-    per_req_bytes = sum(s.blocks_per_request(block, max_len, batches * mnbt) * s.page_bytes
-                        for s in max(stages, key=lambda st: sum(x.page_bytes for x in st)))
+    biggest = stages[0] if len(stages) == 1 else max(stages, key=lambda st: sum(x.page_bytes for x in st))
+    per_req_bytes = _request_bytes(biggest, block, max_len, batches * mnbt)
     ranks_node = min(cluster.gpus_per_node, args.world_size)
     tiers = host_tiers(args, rules, model, layout.bytes_per_block, block, ranks_node, full_weights_bytes)
     node_host = sum(t.node_bytes for t in tiers)
@@ -224,13 +234,24 @@ def build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args:
         swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
         unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
         model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
-        checkpoint_weights_bytes_per_rank=model_weights_bytes(model, args, cluster.gpu_name, version),
+        checkpoint_weights_bytes_per_rank=estimate,  # the estimate without --weights-gib (None: unknown)
     )
     return Plan(engine=engine_name, engine_version=version, version_source=vsrc, command=cmd.text(),
-                model=ModelSummary(**model.summary()), cluster=ClusterSummary(**cluster.summary()),
+                model=ModelSummary.of(model), cluster=ClusterSummary(**cluster.summary()),
                 per_rank=rank, per_node=node,
                 per_replica=replica, settings=settings,
                 assumptions=tuple(notes))
+
+
+def _request_bytes(stage: list[LayerSpec], block: int, max_len: int, in_flight: int) -> int:
+    """Σ over the stage's layers of blocks_per_request × page_bytes: one full request's KV on a rank (layers of one
+    kind share one spec, ``memory.layer_specs``: each distinct spec is sized once and counted)."""
+    counts = Counter(map(id, stage))
+    if len(counts) == 1:  # every layer alike
+        return stage[0].blocks_per_request(block, max_len, in_flight) * stage[0].page_bytes * len(stage)
+    distinct = {id(s): s for s in stage}
+    return sum(s.blocks_per_request(block, max_len, in_flight) * s.page_bytes * counts[i]
+               for i, s in distinct.items())
 
 
 def host_tiers(args: VLLMArgs, rules, model, bytes_per_block: int, block: int,

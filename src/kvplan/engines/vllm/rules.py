@@ -11,6 +11,7 @@ conservative one (less GPU KV, more host RAM).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.engines.versions import installed_version, require_known, select_row
 
@@ -101,6 +102,7 @@ ROWS: tuple[VLLMRules, ...] = (
               "removed", "total-per-engine", "mp-server", True, True, False, 4096, True, 16, True),
 )
 
+@lru_cache(maxsize=256)
 def rules_for(version: str) -> VLLMRules:
     # any pre/post/local build of NEWEST (0.33.0rc1, 0.33.0.post1, 0.33.0+cu129) keeps NEWEST's rules
     return select_row(ROWS, require_known(version, OLDEST, NEWEST, "vLLM"))

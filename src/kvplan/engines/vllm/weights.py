@@ -29,9 +29,10 @@ Read from the released wheels 0.6.4.post1, 0.7.3, 0.8.5, 0.11.0, 0.21.0, 0.32.0 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kvplan.engines.versions import Version
+from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
 from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
 from kvplan.models.rope import rope_caches
@@ -43,6 +44,30 @@ from kvplan.models.weights_band import WeightsPlan
 
 DTYPE_ST = {"half": "F16", "float16": "F16", "fp16": "F16", "bfloat16": "BF16", "bf16": "BF16", "float": "F32",
             "float32": "F32", "fp32": "F32"}
+
+
+
+@dataclass(frozen=True)
+class WeightArgs:
+    """The launch flags the weights of a worker depend on (everything ``_estimate_stage`` reads of the launch): with
+    the model's identity, the platform, the version, the stage and the GPU, the key of the memoized estimate."""
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    quantization: str | None = None
+    dtype: str | None = None
+    is_cpu: bool = False
+    vllm_use_v1: str = ""  # the VLLM_USE_V1 environment variable of the command ("" unset)
+
+    @classmethod
+    def of(cls, args) -> WeightArgs:
+        env = getattr(args, "env", None)
+        return cls(args.tensor_parallel_size, args.pipeline_parallel_size, args.data_parallel_size,
+                   bool(getattr(args, "enable_expert_parallel", False)), getattr(args, "quantization", None),
+                   getattr(args, "dtype", None), bool(getattr(args, "is_cpu", False)),
+                   str(env.get("VLLM_USE_V1", "")) if env is not None else "")
 
 
 def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
@@ -81,16 +106,21 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
-    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), memoized (``models.weights_memo``)."""
-    from kvplan.models.weights_memo import memo_key, memoized
+    """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), once per model, layout flags
+    (``WeightArgs``), platform, version, stage and GPU (``models.memo``); a checkpoint directory's by its files too."""
+    from kvplan.models.weights import checkpoint_key
 
-    key = None if checkpoint_dir else memo_key("vllm", model, args, cluster_platform, version, stage, gpu_name)
-    return memoized(key, lambda: _estimate_stage(model, args, cluster_platform, version, checkpoint_dir, stage,
-                                                 gpu_name))
+    wa = WeightArgs.of(args)
+    key = (model.identity, wa, cluster_platform, version, stage, gpu_name, checkpoint_key(checkpoint_dir))
+    return _ESTIMATES.get(key, lambda: _estimate_stage(model, wa, cluster_platform, version, checkpoint_dir, stage,
+                                                       gpu_name))
 
 
-def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
-                   stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
+_ESTIMATES: Memo[WeightsEstimate] = Memo("vLLM weights per worker", 256)
+
+
+def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, version: str,
+                    checkpoint_dir: str | None, stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
     v = Version(version)
     platform = cluster_platform if cluster_platform in ("cuda", "rocm", "cpu") else platform_of(cluster_platform)
     t = load_tensors(model, checkpoint_dir)
@@ -153,12 +183,13 @@ def _estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str,
                            load_peak_bytes=peak)
 
 
-def _mla_copies(model: ModelSpec, groups, lay: Layout, layers: int, v: Version, args, elem: int) -> int:
+def _mla_copies(model: ModelSpec, groups, lay: Layout, layers: int, v: Version, args: WeightArgs,
+                elem: int) -> int:
     h_l = model.num_attention_heads // lay.attn_tp
     kvl, nope, vd, rope, ql = (model.kv_lora_rank, model.qk_nope_head_dim, model.v_head_dim,
                                model.qk_rope_head_dim, model.q_lora_rank or model.hidden_size)
     uk_uv = h_l * (nope + vd) * kvl * elem
-    env_v1 = str(getattr(args, "env", {}).get("VLLM_USE_V1", "")) if hasattr(args, "env") else ""
+    env_v1 = args.vllm_use_v1
     v0 = v < Version("0.8.0") or (env_v1 == "0" and v < Version("0.11.0"))
     if not v0:
         return layers * uk_uv
