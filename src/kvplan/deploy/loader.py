@@ -63,9 +63,22 @@ def _yaml_docs(text: str, source: str) -> list:
         raise KvplanError(f"{source}: YAML nested too deeply") from None
 
 
+def _stack(doc: object, source: str, kinds: list[str]) -> tuple[str, list[dict]] | None:
+    """The Kubernetes documents a serving stack renders from ``doc`` (its values), asked of every engine."""
+    from kvplan.engines import all_engines
+
+    for e in all_engines():
+        notes: list[str] = []
+        got = e.stack_documents(doc, source, notes)
+        if got is not None:
+            kinds += [got[0], *notes]
+            return got
+    return None
+
+
 def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
     """Containers in one file's text."""
-    from kvplan.deploy import compose, docker, images, kube, prodstack, shell, slurm
+    from kvplan.deploy import compose, docker, images, kube, shell, slurm
 
     stripped = text.lstrip()
     first = stripped.split(None, 1)[0].upper() if stripped else ""
@@ -88,13 +101,11 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
                 kinds.append(doc["kind"])
                 if doc["kind"] not in kube.SKIPPED_KINDS:
                     out += kube.from_kube(doc, source)
-            elif prodstack.is_values(doc):  # the serving stack's values: the Deployments its chart renders
-                kinds.append(prodstack.CHART)
-                skipped: list[str] = []
-                for d in prodstack.to_kube(doc, source, skipped):
-                    out += [replace(c, notes=(*c.notes, f"rendered from {prodstack.CHART} as the chart does "
-                                              "(deployment-vllm-multi.yaml)")) for c in kube.from_kube(d, source)]
-                kinds += skipped
+            elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's values: what it renders
+                name, docs = stack
+                for d in docs:
+                    out += [replace(c, notes=(*c.notes, f"rendered from {name} as its chart renders it"))
+                            for c in kube.from_kube(d, source)]
             elif isinstance(doc, dict):
                 kinds.append("a mapping without apiVersion/kind or services")
             else:

@@ -248,6 +248,12 @@ class Engine(ABC):
     image_hints: ClassVar[tuple[str, ...]] = ()  # words in an image repository that name this engine's images
     env_prefixes: ClassVar[tuple[str, ...]] = ()  # environment variables it reads (kept with the launch command)
 
+    def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
+        """A serving stack's own configuration for this engine (e.g. a Helm chart's values), rendered into the
+        Kubernetes documents the stack makes of it: (the stack's name, the documents), or None when ``doc`` is not
+        one; ``notes`` gets what is not rendered."""
+        return None
+
     def cgroup_note(self, plan: Plan) -> str | None:
         """What this engine version's own host-memory check does about a container's cgroup limit (reads it and
         refuses, only warns, or is blind to it), for container-memory-limit; None when it makes no such check."""

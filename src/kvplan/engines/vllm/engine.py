@@ -188,6 +188,11 @@ class VLLMEngine(Engine):
 
         return report.rank_rows(plan)
 
+    def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
+        from kvplan.engines.vllm import prodstack
+
+        return (prodstack.CHART, prodstack.to_kube(doc, source, notes)) if prodstack.is_values(doc) else None
+
     def cgroup_note(self, plan: Plan) -> str | None:
         return deploy.cgroup_note(plan)
 

@@ -1,5 +1,5 @@
 """vLLM production-stack Helm values (``servingEngineSpec.modelSpec[]``), rendered into the Deployments its chart
-makes, so each engine is planned like any pod (kvplan.deploy.kube).
+makes, so each engine is planned like any pod (``Engine.stack_documents``; kvplan.deploy reads the documents).
 
 What the chart's ``helm/templates/deployment-vllm-multi.yaml`` renders per ``modelSpec`` (read at
 https://github.com/vllm-project/production-stack/blob/010004eea56fa9ee522a4cf66d363a213fdc67ab/helm/templates/deployment-vllm-multi.yaml
