@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from collections.abc import Sequence
 
 HELP = "name a running server's bottleneck and price the levers: kvplan diagnose --log FILE | --url URL"
@@ -58,7 +57,9 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
         raise KvplanError("kvplan diagnose needs --log FILE and/or --url URL")
     if args.launch_command and command:
         raise KvplanError("give the launch command once: --launch-command or after --")
-    cmd = shlex.split(args.launch_command) if args.launch_command else (list(command) if command else None)
+    from kvplan.engines.cmdline import tokenize
+
+    cmd = tokenize(args.launch_command) if args.launch_command else (list(command) if command else None)
     from kvplan.cli.progress import sampling_bar, wanted
     from kvplan.diagnose.run import URL_WINDOW_S
 

@@ -8,7 +8,6 @@ server's own info. With both, the URL's samples make the window and the log adds
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from kvplan.diagnose.rules import RuleContext, Verdict, classify
 from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import Window, build, in_flight_tokens
+from kvplan.engines.cmdline import tokenize
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
 
@@ -122,7 +122,7 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     if window_s is not None:
         window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
     options = validate.plan_options(options)
-    user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
+    user_cmd = tokenize(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
     view = scrape(url, window_s or URL_WINDOW_S, progress=progress) if url else None
     if view is not None:
