@@ -15,6 +15,7 @@ import stat
 import sys
 from pathlib import Path
 
+from kvplan import validate
 from kvplan.deploy.model import Container
 from kvplan.errors import KvplanError
 
@@ -141,8 +142,11 @@ def read_deployments(paths: list[str]) -> list[Container]:
         if given == "-":
             out += parse_text(_decode(sys.stdin.buffer.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES], "stdin"), "stdin")
             continue
-        p = Path(given)
-        files = _files(p)
+        p = Path(validate.path("-f", given, hint="a manifest, compose file, script or folder"))
+        try:
+            files = _files(p)
+        except OSError as e:
+            raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
         found_here = []
         errors = []
         for f in files:

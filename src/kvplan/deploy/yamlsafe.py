@@ -7,7 +7,9 @@ and 7.6 GiB before this budget. Here the file is refused while it is composed (b
 
 * the expanded tree (aliases counted as the nodes they stand for) has more than ``MAX_NODES`` nodes,
 * its scalars (aliases expanded) hold more than ``MAX_CHARS`` characters,
-* it nests deeper than ``MAX_DEPTH``, or an alias refers to a node that contains it (a recursive structure).
+* it nests deeper than ``MAX_DEPTH``, or an alias refers to a node that contains it (a recursive structure),
+* an integer is written with more than ``MAX_INT_CHARS`` characters (CPython refuses ``int()`` of 4,300+ digits;
+  ``0x`` + 5,000 digits would be a 20,000-bit number).
 
 The bounds are far above any deployment file (a Helm chart rendered with its CRDs is ~20-40 bytes per node: the
 16 MiB file bound is ~500,000 nodes) and far below what hurts (composing costs ~5 µs a node). The events come from
@@ -28,6 +30,7 @@ from yaml.resolver import Resolver
 MAX_NODES = 500_000
 MAX_CHARS = 32 * 2**20
 MAX_DEPTH = 100
+MAX_INT_CHARS = 64
 
 
 class YamlBudgetError(Exception):
@@ -77,6 +80,13 @@ class _Budget(Composer):
         return node
 
 
+def _construct_int(loader: Any, node: Any) -> Any:
+    if len(node.value) > MAX_INT_CHARS:
+        raise YamlBudgetError(f"an integer of {len(node.value):,} characters (line {node.start_mark.line + 1}); no "
+                              "field takes one")
+    return SafeConstructor.construct_yaml_int(loader, node)
+
+
 def _loader_class() -> type:
     try:
         from yaml._yaml import CParser  # libyaml: the scanner and parser in C
@@ -90,6 +100,7 @@ def _loader_class() -> type:
 
             compose_node = _Budget.compose_node
 
+        PyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
         return PyLoader
 
     class CLoader(CParser, _Budget, SafeConstructor, Resolver):
@@ -107,6 +118,7 @@ def _loader_class() -> type:
         compose_document = Composer.compose_document
         compose_node = _Budget.compose_node
 
+    CLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     return CLoader
 
 
