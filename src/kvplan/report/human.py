@@ -75,9 +75,14 @@ def render(result: CheckResult, console: Any = None) -> None:
 def render_findings(result: CheckResult, con: Any) -> None:
     """Each finding with its fix line, then the suggested command (or why none passes): check's report, which
     ``kvplan explain`` prints the same way for the launch it rebuilt."""
+    seen: dict[tuple[str, str, str, str], int] = {}  # the same finding for a repeated flag: printed once, counted
     for f in result.findings:
-        con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
-        con.print(f"         [green]fix:[/] {f.fix}")
+        key = (f.id, f.severity, f.message, f.fix)
+        seen[key] = seen.get(key, 0) + 1
+    for (fid, severity, message, fix), n in seen.items():
+        times = f" [dim](× {n:,})[/]" if n > 1 else ""
+        con.print(f"[{SEV_STYLE[severity]}]{severity.upper():7}[/] [bold]{fid}[/]: {message}{times}")
+        con.print(f"         [green]fix:[/] {fix}")
     if result.suggested_command:
         con.print("\n[bold]suggested command[/]")
         con.print(result.suggested_command, soft_wrap=True, highlight=False)
