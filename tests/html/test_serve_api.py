@@ -113,7 +113,7 @@ def test_a_value_the_engine_refuses_is_planned_like_check(url):
     ({"command": "python -m sglang.launch_server --model-path ../../etc"}, "catalog"),
     ({"command": "python -m sglang.launch_server --model-path ~/.ssh"}, "catalog"),
     ({"command": "/opt/venv/bin/vllm serve Qwen/Qwen3-8B"}, "bare program name"),
-    ({"command": "x", "model_config": "{oops"}, "not JSON"),
+    ({"command": "x", "model_config": "{oops"}, "malformed JSON"),
     ({"command": "x", "tp": 2}, "unknown field(s): tp"),
     ({**INCIDENT, "set": {"fraction": 1.5}}, "fraction must be between"),
     ({**INCIDENT, "set": {"tp": "8"}}, "tp must be an integer"),

@@ -14,16 +14,17 @@ NaN, infinities, negative counts and JSON of the wrong type are left out with an
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kvplan import validate
 from kvplan.diagnose import http
 from kvplan.diagnose.prom import PageSummary, parse_prometheus
 from kvplan.engines.results import MetricNames
+from kvplan.errors import KvplanError
 from kvplan.logs.serving import Sample
 
 TIMEOUT_S = http.DEADLINE_S  # one deadline per request: connect + headers + body
@@ -113,11 +114,11 @@ def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Getter, 
             if resp.truncated:
                 view.note(f"GET {p}: more than {MAX_JSON_BYTES >> 20} MiB: ignored")
                 continue
-            return json.loads(b"".join(parts).decode("utf-8", "replace"))
+            return validate.json_value(b"".join(parts).decode("utf-8", "replace"), f"GET {p}")
         except (http.HttpError, OSError) as e:
             view.note(f"GET {p}: {_why(e)}")
-        except (ValueError, RecursionError):
-            view.note(f"GET {p}: not valid JSON: ignored")
+        except KvplanError as e:
+            view.note(f"{e}: ignored")
     return None
 
 

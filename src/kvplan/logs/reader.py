@@ -40,7 +40,9 @@ def _open_regular(p: Path) -> int:
 
 
 def open_log(path: str | Path) -> Path:
-    p = Path(path).expanduser()
+    from kvplan import validate
+
+    p = Path(validate.path("the log", str(path), hint="pass the engine's log file")).expanduser()
     fd = _open_regular(p)
     try:
         with open(fd, "rb", closefd=False) as f:

@@ -80,10 +80,13 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
     folder = "models--" + repo_id.replace("/", "--")
     for root in _hf_cache_dirs():
         snaps = root / folder / "snapshots"
-        if snaps.is_dir():
-            found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-            if found:
-                return found[0]
+        try:
+            if snaps.is_dir():
+                found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+                if found:
+                    return found[0]
+        except OSError:  # a name too long for a cache folder, an unreadable cache: not in the cache
+            continue
     return None
 
 
@@ -99,10 +102,15 @@ def spec_from_catalog(entry: dict[str, Any]) -> ModelSpec:
 
 
 def _tokenizer_max_len(cfg_path: Path) -> int | None:
+    from kvplan import validate
+
     tok = cfg_path.parent / "tokenizer_config.json"
     try:
-        val = json.loads(tok.read_text(encoding="utf-8")).get("model_max_length")
-    except (OSError, ValueError, AttributeError):
+        if tok.stat().st_size > 64 * 2**20:
+            return None
+        d = validate.json_value(tok.read_bytes(), str(tok))
+        val = d.get("model_max_length") if isinstance(d, dict) else None
+    except (OSError, KvplanError):
         return None
     return int(val) if isinstance(val, (int, float)) and not isinstance(val, bool) and 0 < val < 1e12 else None
 
@@ -119,7 +127,12 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
 
     Order: explicit ``--model-config``; a local directory or file; the local HF cache; the catalog.
     """
+    from kvplan import validate
+
+    if model is not None:
+        model = validate.path("the model", model, hint="a model is an HF id (org/name) or a checkpoint path")
     if model_config:
+        model_config = validate.path("--model-config", model_config, hint="pass config.json or a checkpoint folder")
         spec = _spec_from_file(model_config, name=model or str(model_config))
         if spec.weight_bytes is None and model:
             entry = catalog_entry(model)
@@ -132,7 +145,11 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
     p = Path(model).expanduser()
-    if p.is_dir() or (p.is_file() and p.suffix == ".json"):
+    try:
+        local = p.is_dir() or (p.is_file() and p.suffix == ".json")
+    except OSError as e:
+        raise KvplanError(f"model {model!r}: cannot read it ({e.strerror})") from None
+    if local:
         return _spec_from_file(p, name=model)
     cached = find_in_hf_cache(model)
     if cached is not None:

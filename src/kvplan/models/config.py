@@ -9,7 +9,6 @@ guess. Multimodal checkpoints nest the language model under ``text_config`` (or 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -270,24 +269,28 @@ def _with_weights(spec: ModelSpec, quant: dict[str, Any] | None) -> ModelSpec:
 
 def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     """Load config.json from a file or a checkpoint directory. Returns (dict, file path)."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        p = p / "config.json"
-    if not p.is_file():
+    from kvplan import validate
+
+    p = Path(validate.path("config.json", str(path))).expanduser()
+    try:
+        if p.is_dir():
+            p = p / "config.json"
+        found = p.is_file()
+    except OSError as e:
+        raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    if not found:
         raise KvplanError(f"no config.json at {p}", "pass a config.json file or a checkpoint directory")
     try:
         if p.stat().st_size > CONFIG_MAX_BYTES:
             raise KvplanError(f"{p}: {p.stat().st_size:,} bytes is not a config.json", "pass the model's config.json")
-        text = p.read_text(encoding="utf-8")
-        cfg = json.loads(text)
-    except RecursionError:
-        raise KvplanError(f"{p}: JSON nested too deeply to be a config.json") from None
-    except UnicodeDecodeError as e:
-        raise KvplanError(f"{p}: not a text file ({e.reason})") from None
-    except json.JSONDecodeError as e:
-        raise KvplanError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raw = p.read_bytes()
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise KvplanError(f"{p}: not a text file ({e.reason})") from None
+    cfg = validate.json_value(text, str(p), hint="pass the model's config.json")
     if not isinstance(cfg, dict):
         raise KvplanError(f"{p}: config.json must be a JSON object, got {type(cfg).__name__}")
     return cfg, p
@@ -298,11 +301,15 @@ def checkpoint_weight_bytes(config_path: Path) -> tuple[int | None, str | None]:
     d = config_path.parent
     idx = d / "model.safetensors.index.json"
     if idx.is_file():
+        from kvplan import validate
+
         try:
-            total = json.loads(idx.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
-            if isinstance(total, int) and total > 0:
+            index = validate.json_value(idx.read_bytes(), str(idx))
+            meta = index.get("metadata") if isinstance(index, dict) else None
+            total = meta.get("total_size") if isinstance(meta, dict) else None
+            if isinstance(total, int) and not isinstance(total, bool) and 0 < total < validate.MAX_BYTES:
                 return total, str(idx)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, KvplanError):
             pass
     shards = list(d.glob("*.safetensors"))
     if shards:

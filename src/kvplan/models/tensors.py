@@ -11,7 +11,6 @@ in each layer. ``models.synth.synthesize_tensors`` expands the groups into the f
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
@@ -109,9 +108,13 @@ def read_header(path: str | Path) -> list[TensorInfo]:
             raw = f.read(n)
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    from kvplan import validate
+
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        header = validate.json_value(raw, f"{p}: safetensors header", max_depth=8)
+    except validate.BoundExceeded:
+        raise
+    except KvplanError:
         raise KvplanError(f"{p}: safetensors header is not valid JSON", "not a safetensors file") from None
     if not isinstance(header, dict):
         raise KvplanError(f"{p}: safetensors header is not a JSON object", "not a safetensors file")

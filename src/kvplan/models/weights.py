@@ -48,8 +48,8 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
         if not cand or "://" in str(cand):
             continue
         p = Path(str(cand)).expanduser()
-        d = p if p.is_dir() else p.parent
         try:
+            d = p if p.is_dir() else p.parent
             if d.is_dir() and any(d.glob("*.safetensors")):
                 return str(d)
         except OSError:

@@ -8,7 +8,6 @@ page; bodies are bounded; errors are one line, ``{"error": ...}`` with HTTP 400 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -42,10 +41,12 @@ async def _read_json(request: Any) -> Any:
         body += chunk
         if len(body) > MAX_BODY:
             raise BadRequest(413, f"the request is over {MAX_BODY // 1024} KiB")
+    from kvplan import validate
+
     try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BadRequest(400, f"the request is not JSON ({e})") from None
+        return validate.json_value(bytes(body), "the request")
+    except KvplanError as e:
+        raise BadRequest(400, str(e)) from None
 
 
 def _error(status: int, message: str) -> Any:

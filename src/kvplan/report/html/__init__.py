@@ -35,8 +35,10 @@ def write_html(kind: str, data: dict[str, Any], path: str | Path) -> Path:
 
     if kind not in KINDS:
         raise KvplanError(f"no HTML report for {kind!r}", f"one of: {', '.join(KINDS)}")
+    from kvplan import validate
+
+    p = Path(validate.path("--html", str(path), hint="pass a writable --html FILE")).expanduser()
     html = render_html(kind, data)
-    p = Path(path).expanduser()
     try:
         p.write_text(html, encoding="utf-8")
     except OSError as e:
