@@ -242,3 +242,16 @@ def test_api_command_of_the_wrong_type(cmd):
 
     with pytest.raises(KvplanError):
         check(cmd, gpu="h100")
+
+
+@pytest.mark.parametrize("cmd, flag", [(["vllm", "serve", "Qwen/Qwen3-8B", "-pp", "64"], "--pipeline-parallel-size 64"),
+                                       ([*SGL, "--pp-size", "64"], "--pp-size 64"),
+                                       (["vllm", "serve", "Qwen/Qwen3-8B", "-pp", "37"],
+                                        "--pipeline-parallel-size 37")])
+def test_more_pipeline_stages_than_layers(cmd, flag):
+    # Qwen3-8B has 36 decoder layers; before: "attention-free model: no KV cache to plan" (vLLM), a plan (SGLang)
+    code, out, err = run_cli(["check", "--gpu", "h100", "--", *cmd])
+    line = assert_one_line(code, out, err, flag, "more pipeline stages than the model's 36 decoder layers")
+    assert "attention-free" not in line
+    code, out, err = run_cli(["check", "--gpu", "h100", "--", *cmd[:-1], "36"])
+    assert code in (0, 1), err
