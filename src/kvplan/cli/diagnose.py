@@ -65,8 +65,10 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
 
     opts = plan_options(args)
     with sampling_bar(args.window or URL_WINDOW_S, bool(args.url) and wanted(args.json)) as update:
+        from kvplan.cli.main import STARTED
+
         res = diagnose(url=args.url, log=args.log, window_s=args.window, launch_command=cmd, progress=update,
-                       **{k: v for k, v in opts.items() if v is not None})
+                       started_at=STARTED, **{k: v for k, v in opts.items() if v is not None})
     html_cli.emit("diagnose", args, res.to_dict())
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))

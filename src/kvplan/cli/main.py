@@ -11,7 +11,10 @@ import argparse
 import importlib
 import os
 import sys
+import time
 from collections.abc import Sequence
+
+STARTED = time.monotonic()  # when the CLI started: diagnose --url counts its time bound from here
 
 SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup", "serve", "simulate",
                "tune")

@@ -209,19 +209,20 @@ def _scrape_once(base: str, view: ServerView, get: Getter, wanted: tuple[frozens
 
 def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, get: Getter = http.get,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-           progress: Progress | None = None) -> ServerView:
+           progress: Progress | None = None, stop_by: float | None = None) -> ServerView:
     """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES);
     ``progress(elapsed_s, window_s)`` after each scrape (a progress bar; its errors are ignored).
 
     Time bound, whatever the server does: the info endpoints share one TIMEOUT_S; the scrapes end by
-    window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S."""
+    window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S; and by
+    *stop_by* (a ``clock()`` time) when given: the caller's own bound (diagnose: what is left for planning)."""
     from kvplan.engines import all_engines
 
     engines = all_engines()
     wanted = _wanted([e.metrics for e in engines if e.metrics])
     base = url.rstrip("/")
     view = ServerView(url=base)
-    info_until = clock() + TIMEOUT_S
+    info_until = clock() + TIMEOUT_S if stop_by is None else min(clock() + TIMEOUT_S, stop_by)
     for eng in engines:
         if not eng.info_paths:
             continue
@@ -240,7 +241,7 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, ge
     step = interval_s or max(0.5, min(2.0, window_s / 5 or 0.5))
     n = min(MAX_SCRAPES, max(2, int(window_s / step) + 1))
     t0, prev = clock(), None
-    end = t0 + window_s + TIMEOUT_S
+    end = t0 + window_s + TIMEOUT_S if stop_by is None else min(t0 + window_s + TIMEOUT_S, stop_by)
     for i in range(n):
         if i and clock() >= end - 0.05:
             view.note(f"GET /metrics: stopped after {i} request(s): the window is over")
