@@ -255,3 +255,34 @@ def test_more_pipeline_stages_than_layers(cmd, flag):
     assert "attention-free" not in line
     code, out, err = run_cli(["check", "--gpu", "h100", "--", *cmd[:-1], "36"])
     assert code in (0, 1), err
+
+
+EXIT_2 = [  # bad usage and bad input of every command: exit 2, the reason on stderr as one line (usage only on -h)
+    ["check", "--gpu-mem-mib", "x"], ["check", "--gpu", "h100"], [], ["bogus"], ["plan", "--tp"],
+    ["plan", "--model", "x/y", "--json"], ["check", "--gpu", "h100", "--json", "--", "vllm", "serve", "x/y"],
+    ["gpus", "--bogus"], ["cleanup", "--min-age", "-1"], ["serve", "--port", "99999"],
+    ["launch", "--host-budget-gib", "-1", "--", "true"], ["diagnose"], ["explain"],
+    ["simulate", "--gpu", "h100", "--workload", "/nonexistent", "--", "vllm", "serve", "Qwen/Qwen3-8B"],
+]
+
+
+@pytest.mark.parametrize("args", EXIT_2, ids=lambda a: " ".join(a)[:40] or "(none)")
+def test_exit_2_is_one_line_on_stderr(args):
+    code, out, err = run_cli(args)
+    line = assert_one_line(code, out, err, "error:")
+    assert "usage:" not in err and "usage:" not in out, err
+    if args[:2] in (["check", "--gpu-mem-mib"], ["plan", "--tp"], ["gpus", "--bogus"]) or args in ([], ["bogus"]):
+        assert "see kvplan" in line and line.endswith("--help)"), line  # argparse's errors: the hint
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_unplannable_container_reason_is_on_stderr(tmp_path, json_flag):
+    f = tmp_path / "c.yaml"
+    f.write_text('services:\n  v:\n    image: vllm/vllm-openai:v0.8.5\n    command: ["--model", "/nonexistent/m"]\n')
+    code, out, err = run_cli(["check", "-f", str(f), *json_flag])
+    assert_one_line(code, out, err, "c.yaml", "unknown model '/nonexistent/m'")
+
+
+def test_help_still_prints_usage():
+    code, out, err = run_cli(["check", "-h"])
+    assert code == 0 and out.startswith("usage: kvplan check") and not err

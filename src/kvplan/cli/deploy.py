@@ -23,7 +23,7 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
         write_reports(a.html, result)
     if a.json:
         print(json.dumps(result.to_dict(), indent=2))
-        return result.exit_code
+        return _errors(result)
     from rich.console import Console
 
     from kvplan.report.human import render
@@ -38,7 +38,15 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
         else:
             render(item.result, console)
     console.print(f"[bold]deployments: {len(result.items)} container(s), verdict {result.verdict}[/]")
-    return result.exit_code
+    return _errors(result)
+
+
+def _errors(result: Any) -> int:
+    """The exit code; each container that could not be planned (exit 2) also gets its one line on stderr."""
+    for item in result.items:
+        if item.error:
+            print(f"kvplan: error: {item.container.label}: {item.error}", file=sys.stderr)
+    return int(result.exit_code)
 
 
 def report_paths(path: str, labels: list[str]) -> list[Path]:
