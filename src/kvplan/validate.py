@@ -275,3 +275,53 @@ def sequence(name: str, value: Any, hint: str | None = None) -> list[Any]:
     if not isinstance(value, list):
         raise KvplanError(f"{name} must be a list, got {_kind(value)}", hint)
     return value
+
+
+# file systems whose "files" are the kernel's (process memory, device and kernel settings): never written to
+SPECIAL_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+              "configfs", "pstore", "bpf", "efivarfs", "fusectl", "binfmt_misc", "mqueue", "hugetlbfs", "autofs",
+              "rpc_pipefs", "nsfs", "selinuxfs"}
+
+
+def _fs_type(dev: int) -> str | None:
+    """The file system type of device *dev* (``/proc/self/mountinfo``: major:minor and the type after " - ")."""
+    import os
+
+    want = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and fields[2] == want and " - " in line:
+                    return line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def output_file(name: str, value: Any, hint: str | None = None) -> str:
+    """A path kvplan writes (a log, an events file, a report): :func:`path`, and an existing target must be a
+    regular file on an ordinary file system: ``/proc/self/mem``, ``/sys/...`` and ``/dev/...`` stat as regular or
+    special files but are the kernel's, and a FIFO would block the write forever. Checked again when opened."""
+    import os
+    import stat
+
+    p = path(name, value, hint)
+    full = os.path.abspath(os.path.expanduser(p))
+    try:
+        st = os.stat(full)
+    except FileNotFoundError:
+        try:
+            st = os.stat(os.path.dirname(full) or ".")
+        except OSError:
+            return p  # no such folder: the open says so
+    except OSError as e:
+        raise KvplanError(f"{name} {_short(p)}: {e.strerror}", hint) from None
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise KvplanError(f"{name} {_short(p)} is not a regular file", hint or f"give {name} a regular file")
+    kind = _fs_type(st.st_dev)
+    if kind in SPECIAL_FS:
+        raise KvplanError(f"{name} {_short(p)} is on {kind}, the kernel's file system: kvplan writes only ordinary "
+                          "files", hint or f"give {name} a file in a folder of yours")
+    return p
