@@ -67,6 +67,7 @@ def derived_max_len(c: dict[str, Any]) -> int | None:
 CONFIG_MAX_BYTES = 16 << 20  # the largest real config.json files are ~100 KB
 
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
+NESTED_KEYS = ("vision_config", "quantization_config", "rope_scaling", "rope_parameters")
 # transformers' Qwen2/Qwen3 configs drop sliding_window unless use_sliding_window is set
 QWEN_GATED_SWA = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next")
 
@@ -173,6 +174,10 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         raise UnsupportedModel(f"{name}: config.json has no 'architectures' list",
                                "kvplan needs the architecture name to know the KV layout")
     arch = archs[0]
+    for key in (*TEXT_KEYS, *NESTED_KEYS):  # read as maps further on (the text model, quantization, RoPE scaling)
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):
+            raise KvplanError(f"{name}: config.json {key} must be a JSON object, got {type(cfg[key]).__name__}",
+                              "pass the checkpoint's original config.json with --model-config")
     family = ARCHITECTURES.get(arch)
     top = cfg
     c = dict(_text_part(cfg))
