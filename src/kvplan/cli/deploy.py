@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def _errors(result: Any) -> int:
 def report_paths(path: str, labels: list[str]) -> list[Path]:
     """One HTML file per planned container: ``path`` itself for one, else ``<stem>-<n>-<label>.html`` beside it
     (the label reduced to letters, digits and dashes, at most 60 characters)."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(path))
     if len(labels) == 1:
         return [p]
     out = []

@@ -144,7 +144,7 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
-    p = Path(model).expanduser()
+    p = Path(os.path.expanduser(model))
     try:
         local = p.is_dir() or (p.is_file() and p.suffix == ".json")
     except OSError as e:

@@ -9,6 +9,7 @@ guess. Multimodal checkpoints nest the language model under ``text_config`` (or 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +277,7 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     """Load config.json from a file or a checkpoint directory. Returns (dict, file path)."""
     from kvplan import validate
 
-    p = Path(validate.path("config.json", str(path))).expanduser()
+    p = Path(os.path.expanduser(validate.path("config.json", str(path))))
     try:
         if p.is_dir():
             p = p / "config.json"

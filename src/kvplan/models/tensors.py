@@ -134,7 +134,7 @@ def safetensors_files(checkpoint_dir: str | Path) -> list[Path]:
 
 def read_safetensors_headers(path: str | Path) -> list[TensorInfo]:
     """Every tensor of a checkpoint (a directory of ``*.safetensors`` files, or one file), headers only."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(str(path)))
     files = [p] if p.is_file() or (p.exists() and not p.is_dir()) else safetensors_files(p)
     if not files:
         raise KvplanError(f"{p}: no *.safetensors files", "pass a checkpoint directory (kvplan reads only headers)")

@@ -47,7 +47,7 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
     for cand in (explicit, model.source):
         if not cand or "://" in str(cand):
             continue
-        p = Path(str(cand)).expanduser()
+        p = Path(os.path.expanduser(str(cand)))
         try:
             d = p if p.is_dir() else p.parent
             if d.is_dir() and any(d.glob("*.safetensors")):

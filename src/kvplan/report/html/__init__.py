@@ -10,6 +10,7 @@ charts laid out in Python and printed by jinja2 templates.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +38,8 @@ def write_html(kind: str, data: dict[str, Any], path: str | Path) -> Path:
         raise KvplanError(f"no HTML report for {kind!r}", f"one of: {', '.join(KINDS)}")
     from kvplan import validate
 
-    p = Path(validate.output_file("--html", str(path), hint="pass a writable --html FILE")).expanduser()
+    p = Path(os.path.expanduser(validate.output_file("--html", str(path), hint="pass a writable --html FILE")))
     html = render_html(kind, data)
-    import os
     import stat
 
     try:  # never blocks on a FIFO that appeared since the check; a regular file only
