@@ -182,6 +182,8 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
                                   hint="quote it: --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'")
         if not isinstance(ktc, dict):
             raise KvplanError("--kv-transfer-config must be a JSON object")
+        validate.optional_text("--kv-transfer-config kv_connector", ktc.get("kv_connector"), max_len=256)
+        validate.mapping("--kv-transfer-config kv_connector_extra_config", ktc.get("kv_connector_extra_config"))
         v["kv_transfer_config"] = ktc
     env = {k: cmd.env[k] for k in cmd.env}
     _check_env(env)
