@@ -22,6 +22,44 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
     return p.returncode, p.stdout, p.stderr
 
 
+AS_LIMIT = 3 * 2**30  # the address space every hostile repro must fit in (issue #22)
+
+
+def run_bounded(args: list[str], input: str | None = None, cpu: int = 10, wall: float = 60.0, limit: int = AS_LIMIT,
+                env: dict[str, str] | None = None) -> tuple[int, str, str, float]:
+    """``python -m kvplan ARGS`` under RLIMIT_AS = *limit* and RLIMIT_CPU = *cpu* seconds (the bound of issue #22,
+    in CPU time so that a loaded machine does not fail it), with a wall-clock *wall* for hangs; (exit code, stdout,
+    stderr, wall seconds). Running past either fails the calling test."""
+    import resource
+    import signal
+    import time
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=wall,
+                           input=input, stdin=None if input is not None else subprocess.DEVNULL, preexec_fn=cap,
+                           env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"kvplan {' '.join(args)[:200]} ran past {wall} s of wall-clock time")
+    if p.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        pytest.fail(f"kvplan {' '.join(args)[:200]} ran past {cpu} s of CPU time")
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+def assert_one_line(code: int, out: str, err: str, *words: str) -> str:
+    """Exit 2 with one line on stderr (no traceback, no internal error) that holds *words*; returns the line."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, (code, out[-500:], err[-2000:])
+    assert "internal error" not in err and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
 def check_json(hw: list[str], cmd: list[str]) -> tuple[int, dict]:
     code, out, err = run_cli(["check", *hw, "--json", "--", *cmd])
     assert out.strip(), f"no JSON on stdout (exit {code}): {err}"

@@ -33,7 +33,7 @@ LOGS = sorted((DATA / "logs").glob("*.log"))
 HOSTILE_NUM = ["nan", "NaN", "inf", "-inf", "+Inf", "1e400", "-1e400", "1e308", "-1", "0", "-0", "0.0", "1e-320",
                "99999999999999999999999", "4294967296", "2147483648", "1.5", "0.93", "8", "1e8", "", " ", "0x10",
                "1_000", "١٢", "8G", "8g", "-8G", "1e30G", "nanG", "abc", "--", "=", "True", "9" * 400,
-               "0." + "9" * 400, "1" + "0" * 30]
+               "0." + "9" * 400, "1" + "0" * 30, "9" * 5000, "0x" + "f" * 5000]
 hostile_num = st.one_of(st.sampled_from(HOSTILE_NUM), st.integers(-(2**70), 2**70).map(str),
                         st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=6))
 SANE = ["1", "2", "4", "8", "0.5", "0.85", "0.9", "20", "100", "4096", "16", "8G", "32768", "auto", "fp8_e5m2"]
@@ -220,7 +220,8 @@ ARGV_WORDS = ["check", "plan", "explain", "diagnose", "gpus", "models", "cleanup
               "--host-mem-gib", "--weights-gib", "--free-gib", "--kv-memory-gib", "--avg-tokens", "--nodes",
               "--gpus-per-node", "--engine-version", "0.5.9", "0.11.0", "--json", "--model", "Qwen/Qwen3-8B", "--tp",
               "--window", "--log", "/nonexistent", "--url", "--example", "--", "--mem-fraction-static",
-              "--hicache-size", "--context-length", "--min-age", "--dry-run"]
+              "--hicache-size", "--context-length", "--min-age", "--dry-run", "--pp", "64", "--html", "/proc/self/mem",
+              "/dev/null", "--model-config", "/" + "a" * 300, "-f", "simulate", "--workload", "--bogus-flag"]
 
 
 @FUZZ
@@ -242,3 +243,67 @@ def test_command_lines(argv, tail):
     assert time.monotonic() - t0 < BOUND_S
     assert code in (0, 1, 2) and "internal error" not in err.getvalue() and "Traceback" not in err.getvalue(), \
         (argv, err.getvalue()[-500:])
+
+
+# ------------------------------------------------------------------------------------------ issue #22
+API_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+                     st.text(max_size=8), st.lists(st.integers(0, 3), max_size=2),
+                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+                     st.sampled_from(["vllm", "sglang", "/" + "a" * 300, "x" * 5000, "8", "2"]))
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["model", "engine", "tp", "dp", "pp", "extra_args", "gpu", "nodes",
+                                        "host_mem_gib", "engine_version", "model_config", "bogus"]), API_JUNK,
+                       min_size=1, max_size=3))
+def test_api_arguments_of_any_type(kw):
+    from kvplan import plan
+
+    args = {"model": "Qwen/Qwen3-8B", "gpu": "h100", **kw}
+    _bounded(plan, args.pop("model"), **args)  # a plan or a KvplanError, never TypeError / ValueError
+
+
+COMMAND_TEXT = st.lists(st.sampled_from(["vllm", "serve", "Qwen/Qwen3-8B", "python", "-m", "sglang.launch_server",
+                                         "--model-path", "--tp", "8", "'", '"', "\\", "#", ";", "&&", "|", "$(x)",
+                                         "${A:-b}", "a" * 3000, "--bogus", "\n", "=", "-pp", "64"]),
+                        max_size=20).map(" ".join)
+
+
+@FUZZ
+@given(COMMAND_TEXT)
+def test_launch_commands_given_as_one_string(text):
+    _bounded(check, text, gpu="h100", host_mem_gib=512.0)
+
+
+JSON_JUNK = st.sampled_from(["[" * 5000 + "]" * 5000, "9" * 5000, "-" + "9" * 70, "1e99999", "NaN", "Infinity",
+                             '"' + "x" * 100_000 + '"', "{" * 100, "[1,", "null", "true", '{"a": ' * 80 + "1" +
+                             "}" * 80])
+
+
+@FUZZ
+@given(st.sampled_from([LLAMA, DSV3, GEMMA3]), st.integers(0, 10_000), JSON_JUNK)
+def test_config_json_text_with_hostile_json(tmp_path_factory, base, at, junk):
+    text = json.dumps(base)
+    keys = [m.end() for m in __import__("re").finditer(r'": ', text)]
+    at = keys[at % len(keys)]
+    end = min(len(text), at + max(1, text[at:].find(",") if "," in text[at:] else 1))
+    d = tmp_path_factory.mktemp("cfgtext")
+    (d / "config.json").write_text(text[:at] + junk + text[end:])
+    _bounded(check, ["vllm", "serve", str(d)], gpu="h100", host_mem_gib=512.0, model_config=str(d / "config.json"))
+
+
+@FUZZ
+@given(st.lists(st.one_of(JSON_JUNK, st.just('{"prompt_len": 10, "output_len": 5}'),
+                          st.just('{"prompt_len": [1], "output_len": {"a": 1}}')), min_size=1, max_size=4))
+def test_workload_files_with_hostile_json(tmp_path_factory, lines):
+    from kvplan.simulate.workload.files import load_file
+
+    p = tmp_path_factory.mktemp("wl") / "w.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+
+    def read() -> None:
+        w = load_file(str(p), concurrency=2)
+        for _ in w.stream():
+            pass
+
+    _bounded(read)

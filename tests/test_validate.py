@@ -165,3 +165,57 @@ def test_sliding_window_zero_means_no_window():
     assert spec_from_config(moe).sliding_window is None
     with pytest.raises(KvplanError, match="sliding_window"):
         spec_from_config({**moe, "sliding_window": -1})
+
+
+# ------------------------------------------------------------------------- issue #22: strings, paths, nesting, JSON
+def test_text_and_scalar():
+    assert validate.text("--x", "abc") == "abc"
+    assert validate.text("env A", 8, scalar=True) == "8" and validate.text("env A", True, scalar=True) == "true"
+    for bad, why in ((["a"], "a list of 1 item"), ({"a": 1, "b": 2}, "a map of 2 keys"), (None, "null"),
+                     ("x" * 5000, "5,000 characters long"), ("a\0b", "NUL")):
+        with pytest.raises(KvplanError, match=why):
+            validate.text("--x", bad, scalar=True)
+    with pytest.raises(KvplanError, match="bits"):
+        validate.text("env A", 10**400, scalar=True)  # str() of it would raise ValueError past 4,300 digits
+
+
+@pytest.mark.parametrize("value, why", [("/" + "a" * 256, "component of 256 bytes"),
+                                        ("é/" * 1500, "longer than a path can be"),
+                                        ("/é" * 200, None), (b"/x", "must be a string")])
+def test_paths_are_bounded_like_the_kernel(value, why):
+    if why is None:
+        assert validate.path("--p", value) == value  # 400 bytes in all, 2-byte components: fine
+        return
+    with pytest.raises(KvplanError, match=why):
+        validate.path("--p", value)
+
+
+def test_numbers_written_as_long_text():
+    with pytest.raises(KvplanError, match="too long to be a number"):
+        validate.count("--n", "9" * 5000)
+    assert validate.count("--n", "  8  ") == 8
+
+
+@pytest.mark.parametrize("text, why", [("[" * 100_000 + "]" * 100_000, "nested more than 64 levels"),
+                                       ("[" * 70 + "]" * 70, "nested more than 64 levels"),
+                                       ('{"n": ' + "9" * 5000 + "}", "a number of 5,000 digits"),
+                                       ('{"n": 1', "malformed JSON at line 1"),
+                                       (b"\xff\xfe", "not UTF-8")])
+def test_json_value_bounds(text, why):
+    with pytest.raises(KvplanError, match=why):
+        validate.json_value(text, "f.json")
+
+
+def test_json_value_keeps_ordinary_json():
+    assert validate.json_value('{"a": [1, 2.5, null, true], "n": 12345678901234567890}', "f") == \
+        {"a": [1, 2.5, None, True], "n": 12345678901234567890}
+    assert validate.json_value("[" * 64 + "]" * 64, "f") is not None
+    shared: list = []
+    assert validate.depth("x", [shared, shared, {"k": shared}]) is not None  # shared values walked once
+
+
+def test_error_messages_are_one_bounded_line():
+    e = KvplanError("bad value 'a\nb\x1b[31m'" + "x" * 5000, "hint\nsecond line")
+    text = str(e)
+    assert "\n" not in text and "\x1b" not in text and "\\n" in text and "\\x1b" in text
+    assert len(text) < 2100

@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
+from kvplan.engines.cmdline import tokenize
 from kvplan.engines.results import Comparison
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
@@ -130,7 +130,7 @@ def rebuild_command(facts: LogFacts, user_command: Sequence[str] | None, model_c
         if model and not any(t in cmd.argv for t in ("--model", "--model-path")) and cmd.program[-1] != "serve":
             log_flags = [engine.model_flag, str(model), *log_flags]
         changes = {**_shown_off(facts.args, engine.flag_table()), **_as_changes(log_flags, engine.flag_table())}
-        merged = shlex.split(engine.rewrite(cmd, changes))
+        merged = tokenize(engine.rewrite(cmd, changes))
         return [*(t for t in env if t.split("=", 1)[0] not in cmd.env), *merged]  # the log's values win
     if not model:
         raise KvplanError("the log does not name the model",

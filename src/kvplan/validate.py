@@ -1,5 +1,6 @@
-"""One validation layer for every number kvplan takes from outside: CLI options, launch flags, environment values,
-config.json fields, server answers.
+"""One validation layer for every number, string and nested value kvplan takes from outside: CLI options, launch
+flags, environment values, config.json fields, deployment files, workload files, HTTP bodies, server answers, the
+Python API.
 
 A number is accepted only when it is finite, of the right kind (an integer where a count is meant; never a bool),
 in range, and of a sane magnitude; anything else is a one-line :class:`KvplanError` that names the field and the
@@ -11,7 +12,13 @@ arithmetic downstream can overflow a float, loop for minutes, or allocate withou
 
 * sizes: ``0 <= bytes < 2**60`` (1 EiB);
 * counts of tokens / context lengths: ``<= 2**31`` (SGLang and vLLM keep them in int32 tensors);
-* ranks / GPUs / nodes: ``<= 65,536``; decoder layers ``<= 10,000``.
+* ranks / GPUs / nodes: ``<= 65,536``; decoder layers ``<= 10,000``;
+* a number written as text: at most ``MAX_NUMBER_CHARS`` characters (CPython refuses ``int()`` of 4,300+ digits);
+* strings: at most ``MAX_TEXT`` characters unless the caller says otherwise (one argument or environment value of a
+  launch: ``MAX_ARG``, what execve takes); paths: ``PATH_MAX`` bytes in all,
+  ``NAME_MAX`` bytes a component, no NUL (an over-long path is a one-line error, never ``ENAMETOOLONG``);
+* JSON: nested at most ``MAX_DEPTH`` levels (checked without recursion), integers of at most ``MAX_NUMBER_CHARS``
+  digits.
 """
 
 from __future__ import annotations
@@ -25,8 +32,21 @@ MAX_BYTES = 1 << 60  # exclusive
 MAX_TOKENS = 1 << 31
 MAX_RANKS = 1 << 16
 MAX_LAYERS = 10_000
+MAX_NUMBER_CHARS = 64
+MAX_TEXT = 4096
+MAX_ARG = 32 * 4096  # Linux MAX_ARG_STRLEN: one argument or environment string execve takes (binfmts.h)
+MAX_COMMAND = 2 * 2**20  # a launch command given as one string (Linux ARG_MAX is 2 MiB with an 8 MiB stack)
+MAX_COMMAND_WORDS = 20_000  # words of a launch command (a real one has a few hundred)
+MAX_IMAGE = 1024  # a container image reference (registry host + 255-byte repository + 128-byte tag + digest)
+PATH_MAX = 4096
+NAME_MAX = 255
+MAX_DEPTH = 64
 GiB = 1 << 30
 GB = 10**9
+
+
+class BoundExceeded(KvplanError):
+    """Well-formed input past one of the sanity bounds (nesting depth, digits): not a matter of syntax."""
 
 
 def _range_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
@@ -46,6 +66,8 @@ def number(name: str, value: Any, *, lo: float | None = None, hi: float | None =
     raw = value
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > MAX_NUMBER_CHARS:
+            raise KvplanError(f"{name} {_short(raw)} ({len(text):,} characters) is too long to be a number", hint)
         try:
             value = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
         except ValueError:
@@ -130,9 +152,177 @@ def plan_options(opts: dict[str, Any]) -> dict[str, Any]:
             out[key] = check(out[key])
     if out.get("local_host") is not None and not isinstance(out["local_host"], bool):
         raise KvplanError(f"--local-host must be true or false, got {_short(out['local_host'])}")
-    for key in ("gpu", "engine_version", "model_config", "shm_source", "container_mem_source",
-                "container_mem_request_source"):
-        v = out.get(key)
-        if v is not None and not isinstance(v, str):
-            raise KvplanError(f"--{key.replace('_', '-')} must be a string, got {_short(v)}")
+    for key in ("gpu", "engine_version", "shm_source", "container_mem_source", "container_mem_request_source"):
+        if out.get(key) is not None:
+            out[key] = text(f"--{key.replace('_', '-')}", out[key], max_len=1024)
+    if out.get("model_config") is not None:
+        out["model_config"] = path("--model-config", out["model_config"], hint="pass config.json or a checkpoint "
+                                   "folder")
     return out
+
+
+def text(name: str, value: Any, *, max_len: int = MAX_TEXT, hint: str | None = None, scalar: bool = False) -> str:
+    """A string of at most *max_len* characters without NUL; with *scalar*, a number or bool (a YAML scalar) is taken
+    as its text. Anything else (a list, a map, None) is a one-line KvplanError naming the field."""
+    if scalar and isinstance(value, bool):
+        value = "true" if value else "false"
+    elif scalar and isinstance(value, int) and value.bit_length() > 4 * MAX_NUMBER_CHARS:
+        raise KvplanError(f"{name} is a number of {value.bit_length():,} bits; no field takes one", hint)
+    elif scalar and isinstance(value, (int, float)):
+        value = str(value)
+    if not isinstance(value, str):
+        raise KvplanError(f"{name} must be {'a string' if not scalar else 'a string or a number'}, got "
+                          f"{_kind(value)}", hint)
+    if len(value) > max_len:
+        raise KvplanError(f"{name} is {len(value):,} characters long (at most {max_len:,}): {_short(value)}", hint)
+    if "\0" in value:
+        raise KvplanError(f"{name} holds a NUL character: {_short(value)}", hint)
+    return value
+
+
+def optional_text(name: str, value: Any, **kw: Any) -> str | None:
+    """:func:`text` when *value* is not None."""
+    return None if value is None else text(name, value, **kw)
+
+
+def path(name: str, value: Any, hint: str | None = None) -> str:
+    """A file-system path as given (``~`` not expanded): a string of at most PATH_MAX bytes whose components are at
+    most NAME_MAX bytes each (what ``open`` would refuse with ENAMETOOLONG), without NUL."""
+    p = text(name, value, max_len=PATH_MAX, hint=hint)
+    raw = p.encode("utf-8", "surrogateescape")
+    if len(raw) >= PATH_MAX:
+        raise KvplanError(f"{name} is {len(raw):,} bytes long, longer than a path can be ({PATH_MAX:,}): "
+                          f"{_short(p)}", hint)
+    longest = max((len(c) for c in raw.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        raise KvplanError(f"{name} has a component of {longest:,} bytes, longer than a file name can be "
+                          f"({NAME_MAX}): {_short(p)}", hint)
+    return p
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, dict):
+        return f"a map of {len(v):,} key{'s' if len(v) != 1 else ''}"
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v):,} item{'s' if len(v) != 1 else ''}"
+    return f"{type(v).__name__} {_short(v)}"
+
+
+def depth(name: str, value: Any, max_depth: int = MAX_DEPTH, hint: str | None = None) -> Any:
+    """*value* (lists / dicts of anything) when it nests at most *max_depth* levels; checked iteratively, so a deep
+    value is an error here and never a RecursionError elsewhere. Shared sub-values are walked once."""
+    stack = [(value, 1)]
+    seen: set[int] = set()
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list, tuple)):
+            if d > max_depth:
+                raise BoundExceeded(f"{name} is nested more than {max_depth} levels deep", hint)
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return value
+
+
+class _LongNumber(ValueError):
+    pass
+
+
+def _json_int(s: str) -> int:
+    if len(s) > MAX_NUMBER_CHARS:
+        raise _LongNumber(s)
+    return int(s)
+
+
+def json_value(data: str | bytes, what: str, *, max_depth: int = MAX_DEPTH, hint: str | None = None) -> Any:
+    """Parse JSON text from outside (a file, an HTTP body, a server answer) with bounds: at most *max_depth* levels,
+    integers of at most MAX_NUMBER_CHARS digits; one-line KvplanError naming *what* otherwise."""
+    import json
+
+    try:
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")
+        value = json.loads(data, parse_int=_json_int)
+    except _LongNumber as e:
+        raise BoundExceeded(f"{what}: a number of {len(str(e)):,} digits ({_short(str(e))}); no field takes one",
+                            hint) from None
+    except RecursionError:
+        raise BoundExceeded(f"{what}: JSON nested more than {max_depth} levels deep", hint) from None
+    except UnicodeDecodeError as e:
+        raise KvplanError(f"{what}: not UTF-8 text ({e.reason})", hint) from None
+    except json.JSONDecodeError as e:
+        raise KvplanError(f"{what}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", hint) from None
+    except ValueError as e:
+        raise KvplanError(f"{what}: not valid JSON ({_short(str(e))})", hint) from None
+    return depth(what, value, max_depth, hint)
+
+
+def mapping(name: str, value: Any, hint: str | None = None) -> dict[Any, Any]:
+    """A map from a file (absent / null: empty); anything else is a one-line KvplanError naming the field."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise KvplanError(f"{name} must be a map, got {_kind(value)}", hint)
+    return value
+
+
+def sequence(name: str, value: Any, hint: str | None = None) -> list[Any]:
+    """A list from a file (absent / null: empty); anything else is a one-line KvplanError naming the field."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise KvplanError(f"{name} must be a list, got {_kind(value)}", hint)
+    return value
+
+
+# file systems whose "files" are the kernel's (process memory, device and kernel settings): never written to
+SPECIAL_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+              "configfs", "pstore", "bpf", "efivarfs", "fusectl", "binfmt_misc", "mqueue", "hugetlbfs", "autofs",
+              "rpc_pipefs", "nsfs", "selinuxfs"}
+
+
+def _fs_type(dev: int) -> str | None:
+    """The file system type of device *dev* (``/proc/self/mountinfo``: major:minor and the type after " - ")."""
+    import os
+
+    want = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and fields[2] == want and " - " in line:
+                    return line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def output_file(name: str, value: Any, hint: str | None = None) -> str:
+    """A path kvplan writes (a log, an events file, a report): :func:`path`, and an existing target must be a
+    regular file on an ordinary file system: ``/proc/self/mem``, ``/sys/...`` and ``/dev/...`` stat as regular or
+    special files but are the kernel's, and a FIFO would block the write forever. Checked again when opened."""
+    import os
+    import stat
+
+    p = path(name, value, hint)
+    full = os.path.abspath(os.path.expanduser(p))
+    try:
+        st = os.stat(full)
+    except FileNotFoundError:
+        try:
+            st = os.stat(os.path.dirname(full) or ".")
+        except OSError:
+            return p  # no such folder: the open says so
+    except OSError as e:
+        raise KvplanError(f"{name} {_short(p)}: {e.strerror}", hint) from None
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise KvplanError(f"{name} {_short(p)} is not a regular file", hint or f"give {name} a regular file")
+    kind = _fs_type(st.st_dev)
+    if kind in SPECIAL_FS:
+        raise KvplanError(f"{name} {_short(p)} is on {kind}, the kernel's file system: kvplan writes only ordinary "
+                          "files", hint or f"give {name} a file in a folder of yours")
+    return p

@@ -13,14 +13,17 @@ from typing import Any
 
 
 @contextmanager
-def running_server() -> Iterator[str]:
+def running_server(**limits: Any) -> Iterator[str]:
+    """The app with the server's own uvicorn settings (kvplan.serve.limits.uvicorn_config; *limits* override its
+    header timeout and per-client bound)."""
     import uvicorn
 
     from kvplan.serve.app import create_app
+    from kvplan.serve.limits import uvicorn_config
     from kvplan.serve.server import bind
 
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(), log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(uvicorn_config(create_app(), **limits))
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 20

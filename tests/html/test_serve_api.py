@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_a_value_the_engine_refuses_is_planned_like_check(url):
     ({"command": "python -m sglang.launch_server --model-path ../../etc"}, "catalog"),
     ({"command": "python -m sglang.launch_server --model-path ~/.ssh"}, "catalog"),
     ({"command": "/opt/venv/bin/vllm serve Qwen/Qwen3-8B"}, "bare program name"),
-    ({"command": "x", "model_config": "{oops"}, "not JSON"),
+    ({"command": "x", "model_config": "{oops"}, "malformed JSON"),
     ({"command": "x", "tp": 2}, "unknown field(s): tp"),
     ({**INCIDENT, "set": {"fraction": 1.5}}, "fraction must be between"),
     ({**INCIDENT, "set": {"tp": "8"}}, "tp must be an integer"),
@@ -188,3 +189,19 @@ def test_hicache_off_and_dp_attention_sliders(url):
     status, j, _ = request(url + "/api/plan", {"command": "vllm serve Qwen/Qwen3-8B", "gpu": "h100",
                                                "set": {"dp_attention": True}})
     assert status == 400 and "vLLM has no DP-attention" in j["error"]
+
+
+def test_hostile_bodies_are_one_line_400(url):
+    # issue #22: a 5,000-digit integer in a pasted config.json was HTTP 500 (ValueError); deep nesting, huge numbers
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "data" / "llama31_8b_config.json").read_text())
+    cfg["num_hidden_layers"] = 32
+    text = json.dumps(cfg).replace('"num_hidden_layers": 32', '"num_hidden_layers": ' + "9" * 5000)
+    body = {"command": "python -m sglang.launch_server --model-path my-org/m", "gpu": "h100", "model_config": text}
+    status, d, _ = request(url + "/api/plan", body)
+    assert status == 400 and "a number of 5,000 digits" in d["error"], d
+    for raw, words in ((b'{"command": "vllm serve Qwen/Qwen3-8B", "host_mem_gib": ' + b"9" * 5000 + b"}",
+                        "a number of 5,000 digits"),
+                       (b'{"command": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than 64 levels"),
+                       (b'{"command": ' + b"[" * 200 + b"]" * 200 + b"}", "nested more than 64 levels")):
+        status, d, _ = request(url + "/api/plan", raw=raw)
+        assert status == 400 and words in d["error"] and "\n" not in d["error"], d

@@ -441,6 +441,66 @@ def hostile_state_files(tmp: Path) -> dict:
     return obs
 
 
+@scenario
+def bad_state_file(tmp: Path) -> dict:
+    """Issue #22: the state file of a gone launch records a live process that does not carry the launch's secret
+    (never provable, so never stopped). Before: every cleanup exited 2 (UnboundLocalError in the note), or, once
+    another process with the launch's marker was about, the note named that process and --yes deleted the state file
+    while the recorded process ran. Plus stale files that are hard links (st_nlink 2), a hard-linked segment, and
+    (in this process, kvplan imported) a record whose processing raises: cleanup reports it and goes on."""
+    env = env_for(tmp)
+    st, vic, shm = tmp / "state", tmp / "victims", tmp / "shm"
+    vic.mkdir()
+    st.mkdir(mode=0o700)
+    token = secrets.token_hex(16)
+    clean = {k: v for k, v in env.items() if not k.startswith("FAULT_")}
+    live = spawn(["sleep", "600"], clean)  # recorded by the launch, but without its secret
+    wait_for(lambda: start_of(live.pid) > 0)
+    write_state(st, "gone-live.json", state_record(tmp, "gone-live", [[live.pid, start_of(live.pid)]], [],
+                                                   token=token))
+    (shm / "psm_linked").write_bytes(b"s" * 4096)
+    os.link(shm / "psm_linked", vic / "psm_linked_too")  # same tmpfs / fs: st_nlink 2
+    write_state(st, "stale-ok.json", state_record(tmp, "stale-ok", [], []))
+    write_state(st, "stale-seg.json", state_record(tmp, "stale-seg", [], [seg_entry(shm / "psm_linked")]))
+    linked = write_state(st, "hardlinked.json", state_record(tmp, "hardlinked", [], []))
+    os.link(linked, vic / "keep.json")
+    obs: dict = {"live": live.pid}
+    obs["dry_unbound"] = cleanup(env, "--dry-run")  # no process carries the marker: the note's loop never ran
+    marked_proc = spawn(["sleep", "601"], {**clean, MARKER: "gone-live", "KVPLAN_LAUNCH_TOKEN": token})
+    wait_for(lambda: start_of(marked_proc.pid) > 0)
+    time.sleep(0.2)
+    obs["dry_bound"] = cleanup(env, "--dry-run")  # a marked, unrecorded process: the old note named it
+    obs["yes"] = cleanup(env, "--yes")
+    obs["alive_after_yes"] = {"recorded": alive(live.pid), "marked": alive(marked_proc.pid)}
+    obs["state_left"] = sorted(p.name for p in st.glob("*.json"))
+    obs["victims"] = sorted(os.listdir(vic))
+    obs["shm"] = sorted(os.listdir(shm))
+    # in-process: one record whose processing raises does not stop the others (kvplan imported here, in PID 1)
+    os.environ.update({"KVPLAN_STATE_DIR": str(st), "KVPLAN_SHM_DIR": str(shm)})
+    write_state(st, "stale-two.json", state_record(tmp, "stale-two", [], []))
+    import contextlib
+    import io
+
+    from kvplan.launch import cleanup as kv_cleanup
+
+    real = kv_cleanup._proven
+
+    def broken(rec, *a, **kw):
+        if rec.id == "gone-live":
+            raise RuntimeError("simulated fault")
+        return real(rec, *a, **kw)
+
+    kv_cleanup._proven = broken
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = kv_cleanup.run(yes=True)
+    kv_cleanup._proven = real
+    obs["raising"] = {"code": code, "out": out.getvalue()}
+    obs["state_left_after_raising"] = sorted(p.name for p in st.glob("*.json"))
+    obs["alive_after_raising"] = alive(live.pid)
+    return obs
+
+
 def main() -> int:
     name, tmp = sys.argv[1], Path(sys.argv[2])
     if os.getpid() != 1:

@@ -181,3 +181,22 @@ def test_redaction():
                                                                                "CUDA_VISIBLE_DEVICES": "0"}
     assert "sk-9" not in redact.text("started: vllm serve m --api-key sk-9 --port 1")
     assert redact.obj({"m": ["--api-key=sk-8"]}) == {"m": ["--api-key=<redacted>"]}
+
+
+def test_bad_state_file_does_not_stop_cleanup_or_lose_a_live_process(tmp_path):
+    o = run_scenario("bad_state_file", tmp_path)
+    for k in ("dry_unbound", "dry_bound"):
+        assert o[k]["code"] == 0 and "Traceback" not in o[k]["out"] and "internal error" not in o[k]["out"], o[k]
+        note = next(ln for ln in o[k]["out"].splitlines() if "does not carry its secret" in ln)
+        assert f"process {o['live']} " in note and "sleep 600" in note and "sleep 601" not in note, note
+    assert o["yes"]["code"] in (0, 1) and "internal error" not in o["yes"]["out"], o["yes"]
+    assert o["alive_after_yes"] == {"recorded": True, "marked": True}, o["yes"]  # neither is provably the launch's
+    # the record of the live process stays (a later cleanup still knows it); hard links are never unlinked
+    assert o["state_left"] == ["gone-live.json", "hardlinked.json"], o["yes"]["out"]
+    assert "still runs" in o["yes"]["out"] and "hard link" in o["yes"]["out"], o["yes"]["out"]
+    assert o["victims"] == ["keep.json", "psm_linked_too"] and o["shm"] == ["psm_linked"]
+    assert "psm_linked (recorded by launch stale-seg): it has 2 hard links" in o["yes"]["out"]
+    r = o["raising"]
+    assert r["code"] == 1 and "gone-live" in r["out"] and "simulated fault" in r["out"], r
+    assert o["state_left_after_raising"] == ["gone-live.json", "hardlinked.json"], r  # stale-two went
+    assert o["alive_after_raising"]

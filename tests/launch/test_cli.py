@@ -82,3 +82,19 @@ def test_diagnosis_sizes_the_cpu_kv_cache_that_fits():
     d = diagnose(out, res, Limits(host_reserve=22 * GiB))
     assert any("[host-oversubscribed]" in v for _k, v in d.rows) and "--hicache-size" in d.suggested_command
     assert diagnose(Outcome(code=0, by="request"), res, Limits(host_reserve=GiB)) is None
+
+
+def test_log_and_events_must_be_ordinary_files(tmp_path):
+    # issue #22: --log /proc/self/mem was accepted (it stats as a regular file); refused before anything runs
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    for flag, path, why in (("--log", "/proc/self/mem", "is on proc"), ("--events", "/proc/self/mem", "is on proc"),
+                            ("--log", "/sys/kernel/mm/transparent_hugepage/enabled", "is on sysfs"),
+                            ("--log", "/dev/null", "not a regular file"),
+                            ("--log", str(tmp_path / "fifo"), "not a regular file")):
+        p = subprocess.run([*PIDNS, *KVPLAN, "launch", flag, path, "--", "python3", "-c", "print('started')"],
+                           capture_output=True, text=True, timeout=60, env=env_for(tmp_path))
+        lines = [x for x in p.stderr.splitlines() if x.strip()]
+        assert p.returncode == 2 and len(lines) == 1 and why in lines[0] and flag in lines[0], (path, p.stderr)
+        assert "started" not in p.stdout and not (tmp_path / "state").exists(), p.stdout  # nothing ran

@@ -72,7 +72,11 @@ def test_request_jsonl(tmp_path):
 
 @pytest.mark.parametrize("text,msg", [
     ('{"prompt_len": 10}\n', "output_len"),
-    ('{"prompt_len": 0, "output_len": 3, "arrival": 1}\n', ">= 1"),
+    ('{"prompt_len": 0, "output_len": 3, "arrival": 1}\n', r"prompt_len 0 is out of range \[1, "),
+    ('{"prompt_len": 1e400, "output_len": 3}\n', "prompt_len inf is not a finite number"),
+    ('{"prompt_len": ' + "9" * 5000 + ', "output_len": 3}\n', r"a number of [0-9,]+ digits"),
+    ('{"prompt_len": [[[[1]]]], "output_len": 3}\n', "prompt_len must be a number"),
+    ("[" * 100_000 + "]" * 100_000 + "\n", "nested more than 64 levels"),
     ('{"prompt_len": 5, "output_len": 3, "arrival": 2}\n{"prompt_len": 5, "output_len": 3, "arrival": 1}\n', "back"),
     ("not json\n", "neither"),
     ("", "empty"),

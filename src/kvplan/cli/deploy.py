@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
     try:
         if a.json:
             print(json.dumps(result.to_dict(), indent=2), flush=True)
-            return result.exit_code
+            return _errors(result)
         from kvplan.report.console import console as make_console
         from kvplan.report.human import render
 
@@ -42,13 +43,21 @@ def run_files(a: argparse.Namespace, opts: dict[str, Any]) -> int:
         from kvplan.report.console import quiet_stdout
 
         quiet_stdout()
-    return result.exit_code
+    return _errors(result)
+
+
+def _errors(result: Any) -> int:
+    """The exit code; each container that could not be planned (exit 2) also gets its one line on stderr."""
+    for item in result.items:
+        if item.error:
+            print(f"kvplan: error: {item.container.label}: {item.error}", file=sys.stderr)
+    return int(result.exit_code)
 
 
 def report_paths(path: str, labels: list[str]) -> list[Path]:
     """One HTML file per planned container: ``path`` itself for one, else ``<stem>-<n>-<label>.html`` beside it
     (the label reduced to letters, digits and dashes, at most 60 characters)."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(path))
     if len(labels) == 1:
         return [p]
     out = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from collections.abc import Sequence
 
 HELP = "name a running server's bottleneck and price the levers: kvplan diagnose --log FILE | --url URL"
@@ -58,14 +57,18 @@ def run(args: argparse.Namespace, command: Sequence[str] | None = None,
         raise KvplanError("kvplan diagnose needs --log FILE and/or --url URL")
     if args.launch_command and command:
         raise KvplanError("give the launch command once: --launch-command or after --")
-    cmd = shlex.split(args.launch_command) if args.launch_command else (list(command) if command else None)
+    from kvplan.engines.cmdline import tokenize
+
+    cmd = tokenize(args.launch_command) if args.launch_command else (list(command) if command else None)
     from kvplan.cli.progress import sampling_bar, wanted
     from kvplan.diagnose.run import URL_WINDOW_S
 
     opts = plan_options(args)
     with sampling_bar(args.window or URL_WINDOW_S, bool(args.url) and wanted(args.json)) as update:
+        from kvplan.cli.main import STARTED
+
         res = diagnose(url=args.url, log=args.log, window_s=args.window, launch_command=cmd, progress=update,
-                       **{k: v for k, v in opts.items() if v is not None})
+                       started_at=STARTED, **{k: v for k, v in opts.items() if v is not None})
     html_cli.emit("diagnose", args, res.to_dict())
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))

@@ -133,9 +133,11 @@ def _check_output(path: str, flag: str) -> None:
     import os
     import stat
 
+    from kvplan import validate
     from kvplan.errors import KvplanError
     from kvplan.launch.state import open_private
 
+    validate.output_file(flag, path, hint=f"give {flag} a writable regular file")
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise KvplanError(f"{flag} {path} is not a regular file", f"give {flag} a regular file")
@@ -167,6 +169,11 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     if not command:
         raise KvplanError("give the launch command after --", "e.g. kvplan launch -- vllm serve MODEL --port 8000")
     _check_options(a)
+    from kvplan import validate
+
+    for path, flag in ((a.log, "--log"), (a.events, "--events")):  # before anything runs (nothing created yet)
+        if path:
+            validate.output_file(flag, path, hint=f"give {flag} a writable regular file")
     tokens = tokenize(command)
     env, argv = _split_env(tokens)
     if not argv:

@@ -11,24 +11,41 @@ import argparse
 import importlib
 import os
 import sys
+import time
 from collections.abc import Sequence
+from typing import Any, NoReturn
+
+STARTED = time.monotonic()  # when the CLI started: diagnose --url counts its time bound from here
 
 SUBCOMMANDS = ("check", "plan", "explain", "diagnose", "gpus", "models", "launch", "cleanup", "serve", "simulate",
                "tune")
 
 
-def build_parser(only: Sequence[str] = SUBCOMMANDS) -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """argparse with bad usage as one line on stderr and a hint (exit 2); the usage block only for ``-h``."""
+
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, **kw)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the subcommands' own parsers
+
+    def error(self, message: str) -> NoReturn:
+        from kvplan.errors import one_line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def build_parser(only: Sequence[str] = SUBCOMMANDS) -> Parser:
     """The parser of kvplan with the subcommands ``only`` (all by default; one when the command line names it,
     so that a command imports nothing of the others)."""
     from kvplan import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kvplan", description="What every GPU rank and host will allocate for an SGLang or vLLM launch, "
         "before you launch it.")
     parser.add_argument("--version", action="version", version=f"kvplan {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
     for name in only:
-        importlib.import_module(f"kvplan.cli.{name}").add_parser(sub)
+        parser.commands[name] = importlib.import_module(f"kvplan.cli.{name}").add_parser(sub)
     return parser
 
 
@@ -41,12 +58,14 @@ def _run(argv: list[str]) -> int:
     parser = build_parser((first,) if first in SUBCOMMANDS else SUBCOMMANDS)
     a = parser.parse_args(argv)
     if a.cmd is None:
-        parser.print_help()
+        print(f"kvplan: error: no command given (one of {', '.join(SUBCOMMANDS)}; see kvplan --help)",
+              file=sys.stderr)
         return 2
     from kvplan.report.html.cli import precheck
 
     precheck(a)  # --html without jinja2: one line before any work
-    code: int = importlib.import_module(f"kvplan.cli.{a.cmd}").run(a, command, parser)
+    # the subcommand's own parser: its errors say "kvplan check: error: ... (see kvplan check --help)"
+    code: int = importlib.import_module(f"kvplan.cli.{a.cmd}").run(a, command, parser.commands.get(a.cmd, parser))
     return code
 
 

@@ -7,12 +7,11 @@ Flags read (https://docs.docker.com/reference/cli/docker/container/run/): ``--gp
 
 from __future__ import annotations
 
-import shlex
-
+from kvplan import validate
 from kvplan.deploy import images
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import docker_bytes
-from kvplan.deploy.shell import find_in_tokens
+from kvplan.deploy.shell import find_in_tokens, split_words
 from kvplan.errors import KvplanError
 
 DOCKER_DEFAULT_SHM = 64 * 2**20  # "--shm-size: Size of /dev/shm ... default 64MB"
@@ -41,11 +40,12 @@ def _gpus(value: str) -> int | None:
     if v.startswith("device="):
         return len([d for d in v[len("device="):].split(",") if d.strip()])
     if v.isdigit():
-        return int(v)
+        return validate.count("docker run --gpus", v, 0, validate.MAX_RANKS)
     for part in v.split(","):  # "count=2,capabilities=gpu"
         if part.startswith("count="):
             c = part[len("count="):]
-            return None if c == "all" else int(c) if c.isdigit() else None
+            return None if c == "all" else validate.count("docker run --gpus count", c, 0, validate.MAX_RANKS) \
+                if c.isdigit() else None
     return None
 
 
@@ -74,7 +74,7 @@ def from_run(tokens: list[str], source: str, env: dict[str, str] | None = None) 
         elif name == "--gpus":
             gpus, gpus_given = _gpus(val), True
         elif name == "--entrypoint":
-            entry = shlex.split(val)
+            entry = split_words(val, f"{source}: docker run --entrypoint")
         elif name in _VALUED:
             opts[name] = val
     if i >= len(tokens):
@@ -107,8 +107,6 @@ def from_run(tokens: list[str], source: str, env: dict[str, str] | None = None) 
 
 def from_dockerfile(text: str, source: str) -> Container:
     """ENTRYPOINT + CMD (exec or shell form) and ENV of the last stage."""
-    import json
-
     env: dict[str, str] = {}
     entry: list[str] = []
     cmd: list[str] = []
@@ -123,15 +121,18 @@ def from_dockerfile(text: str, source: str) -> Container:
             env, entry, cmd = {}, [], []
         elif word == "ENV":
             if "=" in rest.split(" ", 1)[0]:
-                env.update((k, v) for k, _, v in (t.partition("=") for t in shlex.split(rest)) if _)
+                env.update((k, v) for k, _, v in (t.partition("=") for t in split_words(rest, f"{source}: ENV")) if _)
             elif rest:
                 k, _, v = rest.partition(" ")
                 env[k] = v.strip()
         elif word in ("ENTRYPOINT", "CMD"):
             try:
-                form = json.loads(rest) if rest.startswith("[") else ["/bin/sh", "-c", rest]
-            except ValueError:
-                form = ["/bin/sh", "-c", rest]
+                form = validate.json_value(rest, f"{source}: {word}") if rest.startswith("[") else \
+                    ["/bin/sh", "-c", rest]
+            except validate.BoundExceeded:
+                raise
+            except KvplanError:
+                form = ["/bin/sh", "-c", rest]  # not JSON: docker runs it as shell form
             if not isinstance(form, list) or not all(isinstance(t, str) for t in form):
                 raise KvplanError(f"{source}: {word} is neither a JSON string array nor shell text")
             if word == "ENTRYPOINT":

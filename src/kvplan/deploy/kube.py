@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvplan import validate
 from kvplan.deploy import images
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import k8s_bytes
@@ -35,25 +36,36 @@ def is_kube(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("kind"), str) and "apiVersion" in doc
 
 
-def _pod_specs(doc: dict) -> list[tuple[str, dict, int, dict]]:
+def _count(name: str, value: Any, default: int = 1) -> int:
+    return default if value is None else validate.count(name, value, 1, validate.MAX_RANKS)
+
+
+def _pod_specs(doc: dict, where: str) -> list[tuple[str, dict, int, dict]]:
     """(role, pod spec, pods per engine, injected env) of a workload document."""
-    kind, spec = doc["kind"], doc.get("spec") or {}
+    kind, spec = doc["kind"], validate.mapping(f"{where} spec", doc.get("spec"))
+
+    def pod_of(template: Any, what: str) -> dict:
+        return validate.mapping(f"{where} {what}.spec", validate.mapping(f"{where} {what}", template).get("spec"))
+
     if kind == "Pod":
         return [("", spec, 1, {})]
     if kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"):
-        return [("", (spec.get("template") or {}).get("spec") or {}, 1, {"POD_INDEX": "0"})]
+        return [("", pod_of(spec.get("template"), "template"), 1, {"POD_INDEX": "0"})]
     if kind == "CronJob":
-        job = (spec.get("jobTemplate") or {}).get("spec") or {}
-        return [("", (job.get("template") or {}).get("spec") or {}, 1, {})]
+        job = validate.mapping(f"{where} jobTemplate.spec",
+                               validate.mapping(f"{where} jobTemplate", spec.get("jobTemplate")).get("spec"))
+        return [("", pod_of(job.get("template"), "jobTemplate.spec.template"), 1, {})]
     if kind == "LeaderWorkerSet":
-        lwt = spec.get("leaderWorkerTemplate") or {}
-        size = int(lwt.get("size") or 1)
+        lwt = validate.mapping(f"{where} leaderWorkerTemplate", spec.get("leaderWorkerTemplate"))
+        size = _count(f"{where} leaderWorkerTemplate.size", lwt.get("size") or None)
         env = {"LWS_GROUP_SIZE": str(size), "LWS_LEADER_ADDRESS": "leader"}
         out = []
         if lwt.get("leaderTemplate"):
-            out.append(("leader", (lwt["leaderTemplate"].get("spec") or {}), size, {**env, "LWS_WORKER_INDEX": "0"}))
+            out.append(("leader", pod_of(lwt["leaderTemplate"], "leaderTemplate"), size,
+                        {**env, "LWS_WORKER_INDEX": "0"}))
         if lwt.get("workerTemplate"):
-            out.append(("worker", (lwt["workerTemplate"].get("spec") or {}), size, {**env, "LWS_WORKER_INDEX": "1"}))
+            out.append(("worker", pod_of(lwt["workerTemplate"], "workerTemplate"), size,
+                        {**env, "LWS_WORKER_INDEX": "1"}))
         return out
     found: list[tuple[str, dict, int, dict]] = []
     _search(spec, found, 0, [20_000])
@@ -77,17 +89,22 @@ def _search(node: Any, found: list, depth: int, budget: list[int]) -> None:
             _search(v, found, depth + 1, budget)
 
 
-def _env(container: dict, injected: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def _env(container: dict, injected: dict[str, str], where: str) -> tuple[dict[str, str], list[str]]:
     env, unknown = dict(injected), []
-    for e in container.get("env") or []:
+    for e in validate.sequence(f"{where} env", container.get("env")):
         if not isinstance(e, dict) or "name" not in e:
             continue
+        name = validate.text(f"{where} env name", e["name"], max_len=1024, scalar=True)
         if "value" in e:
-            env[str(e["name"])] = str(e["value"])
-        elif (e.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath", "").endswith("pod-index']"):
-            env[str(e["name"])] = "0"
+            env[name] = "" if e["value"] is None else validate.text(f"{where} env {name}", e["value"], scalar=True,
+                                                                     max_len=validate.MAX_ARG)
+            continue
+        ref = validate.mapping(f"{where} env {name} valueFrom", e.get("valueFrom"))
+        path = ref.get("fieldRef", {}).get("fieldPath", "") if isinstance(ref.get("fieldRef"), dict) else ""
+        if isinstance(path, str) and path.endswith("pod-index']"):
+            env[name] = "0"
         else:
-            unknown.append(str(e["name"]))
+            unknown.append(name)
     return env, unknown
 
 
@@ -96,86 +113,105 @@ def _strings(value: Any, where: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(t, (str, int, float)) for t in value):
         raise KvplanError(f"{where}: command/args must be lists of strings")
-    return [str(t) for t in value]
+    return [validate.text(f"{where} command/args", t, scalar=True, max_len=validate.MAX_ARG) for t in value]
 
 
-def _shm(pod: dict, mounts: list, mem_limit: int | None) -> tuple[int | None, str, bool]:
-    if pod.get("hostIPC"):
+def _shm(pod: dict, mounts: list, mem_limit: int | None, where: str) -> tuple[int | None, str, bool]:
+    if pod.get("hostIPC") is True:
         return None, "hostIPC: true (the host's /dev/shm)", True
-    for m in mounts if isinstance(mounts, list) else []:
+    for m in mounts:
         if not isinstance(m, dict) or str(m.get("mountPath", "")).rstrip("/") != "/dev/shm":
             continue
-        for v in pod.get("volumes") or []:
+        for v in validate.sequence(f"{where} volumes", pod.get("volumes")):
             if isinstance(v, dict) and v.get("name") == m.get("name") and isinstance(v.get("emptyDir"), dict):
                 ed = v["emptyDir"]
                 if ed.get("sizeLimit") is not None:
-                    size = k8s_bytes(ed["sizeLimit"], "emptyDir sizeLimit")
+                    size = k8s_bytes(ed["sizeLimit"], f"{where} emptyDir sizeLimit")
                     return size, f"emptyDir sizeLimit: {ed['sizeLimit']}", False
                 if mem_limit:
                     return mem_limit, "memory emptyDir without sizeLimit (bounded by the memory limit)", False
                 return None, "memory emptyDir without sizeLimit (node memory)", False
-        return None, f"/dev/shm mounted from volume {m.get('name')!r}", False
+        return None, f"/dev/shm mounted from volume {str(m.get('name'))[:60]!r}", False
     return RUNTIME_DEFAULT_SHM, "the container runtime's default 64 MB (no /dev/shm volume, no hostIPC)", False
 
 
 def _gpu_product(pod: dict) -> str | None:
     sel = pod.get("nodeSelector") or {}
     for key in GPU_LABELS:
-        if isinstance(sel, dict) and sel.get(key):
-            return str(sel[key])
-    terms = (((pod.get("affinity") or {}).get("nodeAffinity") or {})
-             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+        if isinstance(sel, dict) and isinstance(sel.get(key), str) and sel[key]:
+            return validate.text(f"nodeSelector {key}", sel[key], max_len=256)
+    aff = pod.get("affinity")
+    na = aff.get("nodeAffinity") if isinstance(aff, dict) else None
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(na, dict) else None
+    terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
     for term in terms if isinstance(terms, list) else []:
-        for ex in (term or {}).get("matchExpressions") or []:
-            if isinstance(ex, dict) and ex.get("key") in GPU_LABELS and ex.get("operator") == "In" and ex.get("values"):
-                return str(ex["values"][0])
+        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+        for ex in exprs if isinstance(exprs, list) else []:
+            if isinstance(ex, dict) and ex.get("key") in GPU_LABELS and ex.get("operator") == "In" \
+                    and isinstance(ex.get("values"), list) and ex["values"] and isinstance(ex["values"][0], str):
+                return validate.text("node affinity values", ex["values"][0], max_len=256)
+    return None
+
+
+def _gpus(limits: dict, requests: dict, where: str) -> int | None:
+    for lim in (limits, requests):
+        for g in GPU_RESOURCES:
+            if g in lim:
+                return validate.count(f"{where} {g}", validate.text(f"{where} {g}", lim[g], scalar=True, max_len=64),
+                                      0, validate.MAX_RANKS)
     return None
 
 
 def from_kube(doc: dict, source: str) -> list[Container]:
     kind = doc["kind"]
     if kind == "List":
-        return [c for item in doc.get("items") or [] if is_kube(item) for c in from_kube(item, source)]
-    name = str((doc.get("metadata") or {}).get("name") or "?")
-    replicas = int((doc.get("spec") or {}).get("replicas") or 1) if isinstance(doc.get("spec"), dict) else 1
+        return [c for item in validate.sequence(f"{source}: List items", doc.get("items")) if is_kube(item)
+                for c in from_kube(item, source)]
+    meta = doc.get("metadata")
+    name = str(meta.get("name") or "?")[:253] if isinstance(meta, dict) else "?"
+    spec = doc.get("spec")
+    replicas = _count(f"{source}: {kind}/{name} replicas", spec.get("replicas") or None) \
+        if isinstance(spec, dict) else 1
     out: list[Container] = []
-    for role, pod, pods, injected in _pod_specs(doc):
+    for role, pod, pods, injected in _pod_specs(doc, f"{source}: {kind}/{name}"):
         if not isinstance(pod, dict):
             continue
-        for c in pod.get("containers") or []:
+        for c in validate.sequence(f"{source}: {kind}/{name} containers", pod.get("containers")):
             if not isinstance(c, dict):
                 continue
-            where = f"{source}: {kind}/{name} container {c.get('name')}"
-            env, unknown_env = _env(c, injected)
+            where = f"{source}: {kind}/{name} container {str(c.get('name'))[:63]}"
+            image = validate.optional_text(f"{where} image", c.get("image"), max_len=validate.MAX_IMAGE)
+            env, unknown_env = _env(c, injected, where)
             command, args = _strings(c.get("command"), where), _strings(c.get("args"), where)
             missing: list[str] = []
             argv = [substitute(t, env, k8s=True, missing=missing)
-                    for t in ([*command, *args] if command else [*(images.entrypoint(c.get("image")) or ()), *args])]
+                    for t in ([*command, *args] if command else [*(images.entrypoint(image) or ()), *args])]
             hit = find_in_tokens(argv, env)
             if hit is None:
                 continue
-            res = c.get("resources") or {}
-            limits, requests = res.get("limits") or {}, res.get("requests") or {}
+            res = validate.mapping(f"{where} resources", c.get("resources"))
+            limits = validate.mapping(f"{where} resources.limits", res.get("limits"))
+            requests = validate.mapping(f"{where} resources.requests", res.get("requests"))
             mem = limits.get("memory")
             mem_bytes = k8s_bytes(mem, f"{where} memory limit") if mem is not None else None
-            gpus = next((int(float(str(lim[g]))) for lim in (limits, requests) for g in GPU_RESOURCES if g in lim),
-                        None)
-            shm, shm_src, ipc = _shm(pod, c.get("volumeMounts") or [], mem_bytes)
+            gpus = _gpus(limits, requests, where)
+            mounts = validate.sequence(f"{where} volumeMounts", c.get("volumeMounts"))
+            shm, shm_src, ipc = _shm(pod, mounts, mem_bytes, where)
             notes = [f"$({v}) is not set in the manifest; left as written" for v in sorted(set(missing))]
             notes += [f"env {v} comes from a secret/config the manifest does not show" for v in unknown_env
                       if any(v in t for t in hit.argv)]
             req = requests.get("memory")
             req_bytes = k8s_bytes(req, f"{where} memory request") if req is not None else None
             if mem is None and req is not None:
-                notes.append(f"only a memory request ({req}): no cgroup limit, the node's memory applies; the "
-                             "request is what the scheduler reserved")
+                notes.append(f"only a memory request ({str(req)[:40]}): no cgroup limit, the node's memory applies; "
+                             "the request is what the scheduler reserved")
             workload = f"{kind}/{name}" + (f" ({role})" if role else "")
             out.append(Container(
-                source=source, workload=workload, name=str(c.get("name") or ""),
-                argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=c.get("image"),
+                source=source, workload=workload, name=str(c.get("name") or "")[:253],
+                argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=image,
                 memory_limit_bytes=mem_bytes, memory_limit_source=f"resources.limits.memory: {mem}" if mem else None,
                 memory_request_bytes=req_bytes,
-                memory_request_source=f"resources.requests.memory: {req}" if req is not None else None,
+                memory_request_source=f"resources.requests.memory: {str(req)[:40]}" if req is not None else None,
                 shm_bytes=shm, shm_source=shm_src, ipc_host=ipc, gpus=gpus, gpu_product=_gpu_product(pod),
-                nodes=pods, replicas=replicas, engine_version=images.tag_version(c.get("image")), notes=tuple(notes)))
+                nodes=pods, replicas=replicas, engine_version=images.tag_version(image), notes=tuple(notes)))
     return out

@@ -1,10 +1,10 @@
 """Files (or a directory, or ``-`` for stdin) -> engine containers.
 
 Every file is hostile input: regular files only (no FIFOs, devices or symlink loops), at most ``MAX_FILE_BYTES``,
-UTF-8 text, YAML through ``yaml.safe_load_all`` (no tags that construct objects), at most ``MAX_FILES`` per
-directory. Kind of file, by its content: a Dockerfile (``FROM``), YAML (Compose ``services:`` or Kubernetes
-``apiVersion``/``kind``), an sbatch script (``#SBATCH``), shell text with ``docker run``, or shell text with the
-launch itself.
+UTF-8 text, YAML through ``yaml.safe_load_all`` semantics with a node budget (``deploy.yamlsafe``: aliases expanded,
+no tags that construct objects), at most ``MAX_FILES`` per directory. Kind of file, by its content: a Dockerfile
+(``FROM``), YAML (Compose ``services:`` or Kubernetes ``apiVersion``/``kind``), an sbatch script (``#SBATCH``), shell
+text with ``docker run``, or shell text with the launch itself.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from kvplan import validate
 from kvplan.deploy.model import Container
 from kvplan.errors import KvplanError
 
@@ -50,15 +51,17 @@ def _decode(data: bytes, name: str) -> str:
 
 
 def _yaml_docs(text: str, source: str) -> list:
-    import yaml
+    from kvplan.deploy import yamlsafe
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
-    except yaml.YAMLError as e:
+        return yamlsafe.load_all(text)
+    except yamlsafe.yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise KvplanError(f"{source}: not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+    except yamlsafe.YamlBudgetError as e:
+        raise KvplanError(f"{source}: {e}", "deployment files are far smaller; aliases that expand a small file "
+                          "into a huge tree are refused") from None
     except RecursionError:
         raise KvplanError(f"{source}: YAML nested too deeply") from None
 
@@ -160,8 +163,11 @@ def read_deployments(paths: list[str]) -> list[Container]:
         if given == "-":
             out += parse_text(_decode(sys.stdin.buffer.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES], "stdin"), "stdin")
             continue
-        p = Path(given)
-        files = _files(p)
+        p = Path(validate.path("-f", given, hint="a manifest, compose file, script or folder"))
+        try:
+            files = _files(p)
+        except OSError as e:
+            raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
         found_here = []
         errors = []
         for f in files:

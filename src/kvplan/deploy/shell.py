@@ -1,20 +1,25 @@
 """Find the engine launch inside shell text or a token list, without running anything.
 
-Shell text is only tokenised (``shlex``): line continuations joined, comments dropped, commands split at
-``;``, ``&&``, ``||``, ``|``, ``&`` and newlines, ``export K=V`` / ``K=V`` lines remembered as environment, and
-quoted scripts (``bash -c "..."``) searched too. Variables are substituted from the environment the file
-itself sets (``$VAR``, ``${VAR}``, ``${VAR:-default}``; Kubernetes ``$(VAR)``); anything else stays literal.
+Shell text is only tokenised (``kvplan.shellwords``: ``shlex``'s words, in time linear in the text): line
+continuations joined, comments dropped, commands split at ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines,
+``export K=V`` / ``K=V`` lines remembered as environment, and quoted scripts (``bash -c "..."``) searched too.
+Variables are substituted from the environment the file itself sets (``$VAR``, ``${VAR}``, ``${VAR:-default}``;
+Kubernetes ``$(VAR)``); anything else stays literal.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from kvplan import shellwords
+from kvplan.errors import KvplanError
+
 MAX_TOKENS = 20_000  # a launch command is a few hundred tokens; refuse to scan pathological text
 MAX_DEPTH = 3  # bash -c "sh -c '...'" nesting searched
+_WINDOW = 64  # words looked at for the program where a launch may start (env prefixes, wrappers, the program)
+_LONG = 4096  # characters of a word kept for that test (no program name is longer)
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATORS = {";", "&&", "||", "|", "&", ";;", "|&"}
@@ -59,13 +64,13 @@ def launch_start(tokens: list[str]) -> int | None:
     """Index where an engine launcher starts in ``tokens`` (wrappers like ``srun ...``, ``uv run``,
     ``numactl ...`` or a venv path before it are skipped), by asking each registered engine."""
     from kvplan.engines import detect_engine, split_command
-    from kvplan.errors import KvplanError
 
     for i, tok in enumerate(tokens):
         if tok.startswith("-") or _ASSIGN.match(tok) or any(c in tok for c in " \n\t"):
             continue  # a whole script in one argument is searched as a script (find_in_tokens)
-        try:
-            detect_engine(split_command(tokens[i:]))
+        try:  # the program is in the first words (after env prefixes and wrappers): a window keeps this linear;
+            # an over-long word there is cut for this test (planning the launch refuses it with its own line)
+            detect_engine(split_command([t[:_LONG] for t in tokens[i:i + _WINDOW]]))
         except KvplanError:
             continue
         return i
@@ -76,13 +81,10 @@ def _commands(text: str) -> Iterator[list[str]]:
     """Simple commands of a shell script, as token lists."""
     joined = re.sub(r"\\\r?\n", " ", text)
     for line in joined.splitlines():
-        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-        lex.whitespace_split = True
-        lex.commenters = "#"
         cur: list[str] = []
         try:
-            for tok in lex:
-                if tok in _OPERATORS:
+            for tok, op in shellwords.tokens(line, operators=True, comments=True):
+                if op and tok in _OPERATORS:
                     if cur:
                         yield cur
                     cur = []
@@ -92,6 +94,14 @@ def _commands(text: str) -> Iterator[list[str]]:
             cur = line.split()
         if cur:
             yield cur
+
+
+def split_words(text: str, where: str) -> list[str]:
+    """Words of one command written as a string (Compose ``command: ...``), as a shell splits them."""
+    try:
+        return shellwords.split(text)
+    except ValueError as e:
+        raise KvplanError(f"{where}: cannot split {text[:60]!r}: {e}") from None
 
 
 def find_in_tokens(tokens: list[str], env: Mapping[str, str], depth: int = 0) -> Found | None:

@@ -10,8 +10,8 @@ values (node 0).
 from __future__ import annotations
 
 import re
-import shlex
 
+from kvplan import shellwords, validate
 from kvplan.deploy import images
 from kvplan.deploy.model import Container
 from kvplan.deploy.quantity import slurm_mem_bytes
@@ -25,12 +25,16 @@ def is_sbatch(text: str) -> bool:
     return any(_DIRECTIVE.match(line.strip()) for line in text.splitlines()[:400])
 
 
-def _gpu_spec(value: str) -> tuple[str | None, int | None]:
+def _count(name: str, text: str) -> int:
+    return validate.count(f"#SBATCH {name}", text, 0, validate.MAX_RANKS)
+
+
+def _gpu_spec(value: str, name: str) -> tuple[str | None, int | None]:
     """``gpu:h100:8`` / ``h100:8`` / ``8`` -> (type, count)."""
     parts = [p for p in value.split(",")[0].split(":") if p]
     if parts and parts[0] == "gpu":
         parts = parts[1:]
-    count = int(parts[-1]) if parts and parts[-1].isdigit() else None
+    count = _count(name, parts[-1]) if parts and parts[-1].isdigit() else None
     typ = parts[0] if len(parts) == 2 or (parts and not parts[0].isdigit()) else None
     return typ, count
 
@@ -42,7 +46,7 @@ def from_sbatch(text: str, source: str) -> Container:
         if not m:
             continue
         try:
-            toks = shlex.split(m.group(1), comments=True)
+            toks = shellwords.split(m.group(1), comments=True)
         except ValueError:
             continue
         i = 0
@@ -54,14 +58,14 @@ def from_sbatch(text: str, source: str) -> Container:
             opts[{"-N": "--nodes", "-G": "--gpus"}.get(name, name)] = val
             i += 1
     nodes_txt = opts.get("--nodes", "1").split("-")[0]
-    nodes = int(nodes_txt) if nodes_txt.isdigit() else 1
+    nodes = max(1, _count("--nodes", nodes_txt)) if nodes_txt.isdigit() else 1
     gpu_type, gpus = None, None
     if "--gres" in opts:
-        gpu_type, gpus = _gpu_spec(opts["--gres"])
+        gpu_type, gpus = _gpu_spec(opts["--gres"], "--gres")
     elif "--gpus-per-node" in opts:
-        gpu_type, gpus = _gpu_spec(opts["--gpus-per-node"])
+        gpu_type, gpus = _gpu_spec(opts["--gpus-per-node"], "--gpus-per-node")
     elif "--gpus" in opts:
-        gpu_type, total = _gpu_spec(opts["--gpus"])
+        gpu_type, total = _gpu_spec(opts["--gpus"], "--gpus")
         gpus = -(-total // nodes) if total else None
     notes = []
     mem, mem_src = None, None

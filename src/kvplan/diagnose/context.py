@@ -15,11 +15,11 @@ known.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kvplan.engines.cmdline import tokenize
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
 
@@ -82,7 +82,7 @@ def _commands(facts: LogFacts | None, srv: LogFacts | None, user_cmd: Sequence[s
         if isinstance(launch, str) and launch.strip():
             if not given:
                 ctx.command_known, ctx.command_source = True, "server_info launch_command"
-            return shlex.split(launch), given
+            return tokenize(launch), given
         if srv.model:
             if not given:
                 ctx.command_source = ("rebuilt from the server's info (not the exact launch: levers carry no "

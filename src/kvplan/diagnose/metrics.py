@@ -14,16 +14,17 @@ NaN, infinities, negative counts and JSON of the wrong type are left out with an
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kvplan import validate
 from kvplan.diagnose import http
 from kvplan.diagnose.prom import PageSummary, parse_prometheus
 from kvplan.engines.results import MetricNames
+from kvplan.errors import KvplanError
 from kvplan.logs.serving import Sample
 
 TIMEOUT_S = http.DEADLINE_S  # one deadline per request: connect + headers + body
@@ -113,11 +114,11 @@ def _get_json(base: str, paths: tuple[str, ...], view: ServerView, get: Getter, 
             if resp.truncated:
                 view.note(f"GET {p}: more than {MAX_JSON_BYTES >> 20} MiB: ignored")
                 continue
-            return json.loads(b"".join(parts).decode("utf-8", "replace"))
+            return validate.json_value(b"".join(parts).decode("utf-8", "replace"), f"GET {p}")
         except (http.HttpError, OSError) as e:
             view.note(f"GET {p}: {_why(e)}")
-        except (ValueError, RecursionError):
-            view.note(f"GET {p}: not valid JSON: ignored")
+        except KvplanError as e:
+            view.note(f"{e}: ignored")
     return None
 
 
@@ -208,19 +209,20 @@ def _scrape_once(base: str, view: ServerView, get: Getter, wanted: tuple[frozens
 
 def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, get: Getter = http.get,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-           progress: Progress | None = None) -> ServerView:
+           progress: Progress | None = None, stop_by: float | None = None) -> ServerView:
     """Sample the server at ``url`` for ``window_s`` seconds (at least two scrapes, at most MAX_SCRAPES);
     ``progress(elapsed_s, window_s)`` after each scrape (a progress bar; its errors are ignored).
 
     Time bound, whatever the server does: the info endpoints share one TIMEOUT_S; the scrapes end by
-    window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S."""
+    window + TIMEOUT_S after they start (each request also within TIMEOUT_S): at most window + 2 × TIMEOUT_S; and by
+    *stop_by* (a ``clock()`` time) when given: the caller's own bound (diagnose: what is left for planning)."""
     from kvplan.engines import all_engines
 
     engines = all_engines()
     wanted = _wanted([e.metrics for e in engines if e.metrics])
     base = url.rstrip("/")
     view = ServerView(url=base)
-    info_until = clock() + TIMEOUT_S
+    info_until = clock() + TIMEOUT_S if stop_by is None else min(clock() + TIMEOUT_S, stop_by)
     for eng in engines:
         if not eng.info_paths:
             continue
@@ -239,7 +241,7 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, ge
     step = interval_s or max(0.5, min(2.0, window_s / 5 or 0.5))
     n = min(MAX_SCRAPES, max(2, int(window_s / step) + 1))
     t0, prev = clock(), None
-    end = t0 + window_s + TIMEOUT_S
+    end = t0 + window_s + TIMEOUT_S if stop_by is None else min(t0 + window_s + TIMEOUT_S, stop_by)
     for i in range(n):
         if i and clock() >= end - 0.05:
             view.note(f"GET /metrics: stopped after {i} request(s): the window is over")

@@ -8,21 +8,22 @@ server's own info. With both, the URL's samples make the window and the log adds
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.diagnose.levers import Lever, Pricing, price
-from kvplan.diagnose.metrics import Progress, ServerView, observed_avg_request, scrape
+from kvplan.diagnose.metrics import TIMEOUT_S, Progress, ServerView, observed_avg_request, scrape
 from kvplan.diagnose.rules import RuleContext, Verdict, classify
 from kvplan.diagnose.series import window_series
 from kvplan.diagnose.stats import Sample, parse_samples
 from kvplan.diagnose.window import Window, build, in_flight_tokens
+from kvplan.engines.cmdline import tokenize
 from kvplan.errors import KvplanError
 from kvplan.logs.facts import LogFacts
 
 URL_WINDOW_S, LOG_WINDOW_S = 30.0, 600.0
+RESERVE_S = 1.5  # of diagnose --url's bound (window + 10 s), kept for planning the levers and printing
 SCHEMA_VERSION = 1
 
 
@@ -111,10 +112,18 @@ def _server_facts(view: ServerView) -> LogFacts | None:
 
 def diagnose(url: str | None = None, log: str | None = None, window_s: float | None = None,
              launch_command: Sequence[str] | str | None = None, progress: Progress | None = None,
-             **options: Any) -> DiagnoseResult:
+             started_at: float | None = None, **options: Any) -> DiagnoseResult:
     """Diagnose a server from its log, its URL, or both. ``options``: the hardware options of ``check``;
     ``progress(elapsed_s, window_s)`` is called while the URL is sampled. A URL that answers as no engine at all is a
-    KvplanError (connection refused, timeout, HTTP status, not an engine)."""
+    KvplanError (connection refused, timeout, HTTP status, not an engine).
+
+    Time bound with a URL, whatever the server does: ``window + 2 × TIMEOUT_S`` from *started_at* (the CLI's start;
+    default: this call), the time spent reading the log aside. The sampling stops ``RESERVE_S`` before that bound
+    (and earlier by the start-up before this call), so that planning and printing fit in it too."""
+    import time
+
+    entered = time.monotonic()
+    lead = max(0.0, entered - started_at) if started_at is not None else 0.0
     if not url and not log:
         raise KvplanError("nothing to read", "give --log FILE and/or --url http://HOST:PORT")
     from kvplan import validate
@@ -122,9 +131,10 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     if window_s is not None:
         window_s = validate.seconds("--window", window_s, positive=True, hint="e.g. --window 30")
     options = validate.plan_options(options)
-    user_cmd = shlex.split(launch_command) if isinstance(launch_command, str) else launch_command
+    user_cmd = tokenize(launch_command) if isinstance(launch_command, str) else launch_command
     log_samples, facts = _log_inputs(log) if log else ([], None)
-    view = scrape(url, window_s or URL_WINDOW_S, progress=progress) if url else None
+    stop_by = time.monotonic() + (window_s or URL_WINDOW_S) + 2 * TIMEOUT_S - RESERVE_S - lead
+    view = scrape(url, window_s or URL_WINDOW_S, progress=progress, stop_by=stop_by) if url else None
     if view is not None:
         from kvplan.diagnose.reach import unreachable
 

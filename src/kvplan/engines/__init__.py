@@ -30,7 +30,10 @@ def register(name: str, target: str) -> None:
 
 
 def get_engine(name: str) -> Engine:
-    if name not in ENGINES:
+    if not isinstance(name, str) or name not in ENGINES:
+        if not isinstance(name, str):
+            raise KvplanError(f"the engine must be a name, got {type(name).__name__}",
+                              "known: " + ", ".join(sorted(ENGINES)))
         raise KvplanError(f"unknown engine {name!r}", "known: " + ", ".join(sorted(ENGINES)))
     mod, attr = ENGINES[name].split(":")
     engine: Engine = getattr(importlib.import_module(mod), attr)

@@ -47,21 +47,29 @@ class LaunchCommand:
 
 def tokenize(command: Sequence[str] | str) -> list[str]:
     """Split a command given as one string or as argv; drop line continuations."""
+    from kvplan import shellwords, validate
+
     if isinstance(command, str):
+        validate.text("the launch command", command, max_len=validate.MAX_COMMAND)
         if not _SHLEX_SPECIAL.search(command):  # no quote, no escape: shlex.split is a split on its whitespace
-            return _SHLEX_WORD.findall(command)
-        try:
-            tokens = shlex.split(command)
-        except ValueError as e:
-            raise KvplanError(f"cannot split the launch command: {e}", "check its quotes") from None
+            tokens = _SHLEX_WORD.findall(command)
+        else:
+            try:
+                tokens = shellwords.split(command)
+            except ValueError as e:
+                raise KvplanError(f"cannot split the launch command: {e}", "check its quotes") from None
     else:
-        tokens = []
-        for t in command:
-            if not isinstance(t, str):
-                raise KvplanError(f"launch command tokens must be strings, got {t!r}")
-            tokens.append(t)
-        if len(tokens) == 1 and " " in tokens[0].strip():
+        if not isinstance(command, (list, tuple)):
+            raise KvplanError(f"a launch command is a string or a list of strings, got {type(command).__name__}")
+        tokens = list(command)
+        if len(tokens) == 1 and isinstance(tokens[0], str) and " " in tokens[0].strip():
             return tokenize(tokens[0])
+    if len(tokens) > validate.MAX_COMMAND_WORDS:
+        raise KvplanError(f"the launch command has {len(tokens):,} words (at most {validate.MAX_COMMAND_WORDS:,})",
+                          "no launch command is that long")
+    for i, t in enumerate(tokens):
+        validate.text(f"word {i + 1} of the launch command", t, max_len=validate.MAX_ARG,
+                      hint="Linux passes at most 128 KiB per argument (MAX_ARG_STRLEN)" if isinstance(t, str) else None)
     return [t for t in tokens if t not in ("\\", "\\\n", "") and t.strip() != "\\"]
 
 

@@ -17,6 +17,11 @@ from typing import Any
 
 from kvplan.engines.flagspec import FlagProblem, FlagSpec, FlagTable, human_int, is_negative_number
 
+_CACHE_MAX = 4096
+MAX_SUGGESTED = 16  # distinct unknown flags of one command that get a "did you mean" (difflib: 5-30 ms each)
+_CANDIDATES: dict[tuple[str, int], list[str]] = {}
+_CLOSEST: dict[tuple[str, int, str], str | None] = {}
+
 
 class Checker:
     def __init__(self, table: FlagTable, index: int, version: str):
@@ -27,6 +32,7 @@ class Checker:
         self.sorted_opts = sorted(self.opts)
         self.fe = table.front_end(index)
         self.engine = {"sglang": "SGLang", "vllm": "vLLM"}.get(table.engine, table.engine)
+        self.asked: set[str] = set()  # distinct names this run asked a suggestion for
 
     # ---------------------------------------------------------------- front end
     def normalise(self, name: str) -> str:
@@ -62,7 +68,14 @@ class Checker:
 
     # ---------------------------------------------------------------- suggestions
     def candidates(self) -> list[str]:
-        """Option strings, plus the short forms argparse accepts as unique prefixes ("--tp" for "--tp-size")."""
+        """Option strings, plus the short forms argparse accepts as unique prefixes ("--tp" for "--tp-size");
+        computed once per table and version."""
+        key = (self.t.engine, self.i)
+        if key not in _CANDIDATES:
+            _CANDIDATES[key] = self._candidates()
+        return _CANDIDATES[key]
+
+    def _candidates(self) -> list[str]:
         out = set(self.opts)
         if self.fe.get("allow_abbrev", True):
             for o in list(self.opts):
@@ -73,6 +86,19 @@ class Checker:
         return sorted(out)
 
     def closest(self, name: str) -> str | None:
+        """The nearest option string (difflib), computed once per distinct name: a command that repeats an unknown
+        flag 500 times asks difflib once, not 1,000 times (15 s before)."""
+        self.asked.add(name)
+        if len(self.asked) > MAX_SUGGESTED:
+            return None  # a command of hundreds of distinct unknown flags: the rest get no suggestion (bounded time)
+        key = (self.t.engine, self.i, name)
+        if key not in _CLOSEST:
+            if len(_CLOSEST) >= _CACHE_MAX:
+                _CLOSEST.clear()
+            _CLOSEST[key] = self._closest(name)
+        return _CLOSEST[key]
+
+    def _closest(self, name: str) -> str | None:
         pool = self.candidates()
         got = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
         if not got:  # drop the dashes: "-tpp" vs "--tp"

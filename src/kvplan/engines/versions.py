@@ -30,6 +30,9 @@ class Version:
     """Comparable engine version. ``post`` sorts after the release, ``rc``/``dev`` before it."""
 
     def __init__(self, text: str):
+        if not isinstance(text, str) or len(text) > 64:
+            shown = text[:40] + "..." if isinstance(text, str) else type(text).__name__
+            raise KvplanError(f"cannot read engine version {shown!r}", "pass --engine-version like 0.5.9")
         parsed = _PARSED.get(text)
         if parsed is None:
             parsed = _parse(text)

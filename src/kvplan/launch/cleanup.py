@@ -3,7 +3,8 @@
 It acts only on proof of ownership (``launch.ownership``, ``launch.state``):
 
 * a state file that passes the trust checks (this user's 0700 state directory, a regular 0600 file of this user,
-  well-formed); a malformed or untrusted file is skipped with a warning;
+  well-formed); a malformed or untrusted file is skipped with a warning, and one whose check fails for any other
+  reason is reported and left as it is while the others are still cleaned (exit 1);
 * whose kvplan is gone: the recorded (namespace, pid, start time) of the supervising kvplan names no live process.
   A launch whose kvplan still runs, in this PID namespace or any visible one, is left alone; so is a launch from a
   PID namespace this cleanup cannot see (a parent or sibling container): run cleanup there;
@@ -11,7 +12,10 @@ It acts only on proof of ownership (``launch.ownership``, ``launch.state``):
   environment, and either is one the launch recorded (same pid and start time in the launch's namespace) or
   descends from such a process;
 * a /dev/shm segment is removed only when the launch recorded it by bare name with its device and inode, it is a
-  regular file of this user directly in the shm directory, and no visible process maps or holds it (``shm``).
+  regular file of this user with one link directly in the shm directory, and no visible process maps or holds it
+  (``shm``);
+* a state file is removed only when none of the processes it recorded still runs (proven the launch's or not: a
+  later cleanup still knows them) and it is the file that was read, with one link (``state.removal_problem``).
 
 Everything else is reported, never touched: orphaned engine ranks (``sglang::``/``VLLM::`` titles re-parented to
 pid 1: the usual container launcher is pid 1 too), processes with a launch marker but no proof, GPU memory
@@ -55,6 +59,7 @@ class Findings:
     warnings: list[str] = field(default_factory=list)  # state files / directories ignored
     stale_records: list[state.Record] = field(default_factory=list)  # nothing left: only the file goes
     gpu: dict[int, int] = field(default_factory=dict)  # pid -> GPU bytes
+    failed: list[str] = field(default_factory=list)  # state files that could not be checked: left as they are
 
     def empty(self) -> bool:
         return not self.groups and not self.stale_records
@@ -109,10 +114,22 @@ def _proven(rec: state.Record, view: ownership.ProcView, stats: dict[int, procs.
     for inner, start in sorted(recorded):
         vp = view.visible_pid(rec.ns, inner)
         st = stats.get(vp) if vp else None
-        if st and st.start == start and vp not in mine and not st.zombie:
+        if vp is not None and st and st.start == start and vp not in mine and not st.zombie:
             notes.append(f"  process {vp} was recorded by launch {rec.id} but does not carry its secret (a cleared "
-                         f"environment, or another uid): not touched ({procs.cmdline(p, 80)})")
+                         f"environment, or another uid): not touched ({procs.cmdline(vp, 80)})")
     return mine, notes
+
+
+def recorded_alive(rec: state.Record, view: ownership.ProcView) -> list[int]:
+    """Visible pids of the processes *rec* recorded that still run (same pid and start time, not defunct): while one
+    does, its state file stays, whether or not it is proven the launch's."""
+    out = []
+    for inner, start in rec.processes:
+        vp = view.visible_pid(rec.ns, inner)
+        st = procs.read_stat(vp) if vp else None
+        if vp and st and st.start == start and not st.zombie:
+            out.append(vp)
+    return sorted(out)
 
 
 def collect(min_age: float = 60.0) -> Findings:
@@ -125,39 +142,11 @@ def collect(min_age: float = 60.0) -> Findings:
     claimed: set[int] = set()
     my_shm = os.path.realpath(shm.shm_dir())
     for rec in records:
-        where = state.state_dir() / rec.path.name
-        kv = _kvplan_state(rec, view)
-        if kv == "alive":
-            f.active.append(f"launch {rec.id} is running (its kvplan runs): left alone")
-            continue
-        if kv == "unknown":
-            f.active.append(f"launch {rec.id} ran in a PID namespace this cleanup cannot see (pid:[{rec.ns}]): "
-                            "left alone; run kvplan cleanup there (or remove the state file if that namespace is gone)")
-            continue
-        mine, notes = _proven(rec, view, stats, markers)
-        mine -= claimed
-        claimed |= mine
-        f.reports.extend(notes)
-        segs: list[state.Segment] = []
-        in_use = False
-        if rec.shm and os.path.realpath(rec.shm_dir or "/dev/shm") != my_shm:
-            f.reports.append(f"  launch {rec.id} recorded segments in {rec.shm_dir}, not in {my_shm}: not touched")
-        else:
-            pids = [p for p in view.procs if p not in mine]  # the launch's own users are stopped first
-            for seg in rec.shm:
-                outcome, detail = shm.remove_segment(my_shm, seg.name, seg.ino, seg.dev, pids, dry_run=True)
-                if outcome == "removable":
-                    segs.append(seg)
-                elif outcome == "kept":
-                    in_use |= detail.startswith("still mapped")
-                    f.reports.append(f"  {os.path.join(my_shm, seg.name)} (recorded by launch {rec.id}): {detail}: "
-                                     "not touched")
-        if not mine and not segs:
-            if not in_use:  # a segment still in use keeps its record, for a later cleanup
-                f.stale_records.append(rec)
-            continue
-        f.groups.append(Group(f"launch {rec.id} (state file {where}; its kvplan is gone)", rec,
-                              [stats[p] for p in sorted(mine)], segs))
+        try:
+            claimed |= _collect_one(f, rec, view, stats, markers, claimed, my_shm)
+        except Exception as e:  # noqa: BLE001 - one bad state file must not stop the cleanup of the others
+            f.failed.append(f"state file {rec.path} of launch {rec.id} could not be checked ({type(e).__name__}: "
+                            f"{str(e)[:200]}): left as it is, nothing of it touched")
     for p, st in sorted(stats.items()):
         if p in claimed or st.ppid != 1 or not _engine_rank(procs.cmdline(p)):
             continue
@@ -181,6 +170,56 @@ def collect(min_age: float = 60.0) -> Findings:
             f.reports.append(f"segment {path} ({size / MiB:,.1f} MiB, unused, {age / 60:,.0f} min old) looks like "
                              f"an engine's leftover but no kvplan launch recorded it: not touched (rm it if yours)")
     return f
+
+
+def _collect_one(f: Findings, rec: state.Record, view: ownership.ProcView, stats: dict[int, procs.ProcStat],
+                 markers: dict[int, tuple[str, str]], claimed: set[int], my_shm: str) -> set[int]:
+    """Sort one launch's state file into *f*; returns the pids it claims."""
+    where = state.state_dir() / rec.path.name
+    kv = _kvplan_state(rec, view)
+    if kv == "alive":
+        f.active.append(f"launch {rec.id} is running (its kvplan runs): left alone")
+        return set()
+    if kv == "unknown":
+        f.active.append(f"launch {rec.id} ran in a PID namespace this cleanup cannot see (pid:[{rec.ns}]): "
+                        "left alone; run kvplan cleanup there (or remove the state file if that namespace is gone)")
+        return set()
+    mine, notes = _proven(rec, view, stats, markers)
+    mine -= claimed
+    f.reports.extend(notes)
+    segs: list[state.Segment] = []
+    in_use = False
+    if rec.shm and os.path.realpath(rec.shm_dir or "/dev/shm") != my_shm:
+        f.reports.append(f"  launch {rec.id} recorded segments in {rec.shm_dir}, not in {my_shm}: not touched")
+    else:
+        pids = [p for p in view.procs if p not in mine]  # the launch's own users are stopped first
+        for seg in rec.shm:
+            outcome, detail = shm.remove_segment(my_shm, seg.name, seg.ino, seg.dev, pids, dry_run=True)
+            if outcome == "removable":
+                segs.append(seg)
+            elif outcome == "kept":
+                in_use |= detail.startswith("still mapped")
+                f.reports.append(f"  {os.path.join(my_shm, seg.name)} (recorded by launch {rec.id}): {detail}: "
+                                 "not touched")
+    running = [p for p in recorded_alive(rec, view) if p not in mine]
+    keep = _keep_reason(rec, running)
+    if keep:
+        f.reports.append(f"  state file {where}: kept, {keep}")
+    if not mine and not segs:
+        if not in_use and not keep:  # a segment still in use keeps its record, for a later cleanup
+            f.stale_records.append(rec)
+        return mine
+    f.groups.append(Group(f"launch {rec.id} (state file {where}; its kvplan is gone)", rec,
+                          [stats[p] for p in sorted(mine)], segs))
+    return mine
+
+
+def _keep_reason(rec: state.Record, running: list[int]) -> str | None:
+    """Why the state file of *rec* stays once the cleanup is done (None: it goes)."""
+    if running:
+        return (f"process {', '.join(map(str, running[:5]))} it recorded still runs (a later cleanup still knows "
+                "it)")
+    return state.removal_problem(rec)
 
 
 def stop_processes(targets: list[procs.ProcStat], grace: float = 3.0, kill_wait: float = 5.0
@@ -232,15 +271,18 @@ def _print(f: Findings) -> None:
         print(f"state file {rec.path} of launch {rec.id}: its kvplan is gone and nothing of it is left")
     for line in f.reports:
         print(line)
+    for line in f.failed:
+        print(f"error: {line}")
 
 
 def run(yes: bool = False, dry_run: bool = False, min_age: float = 60.0) -> int:
-    """0 when nothing is left (or nothing was found), 1 when declined or something could not be removed."""
+    """0 when nothing is left (or nothing was found), 1 when declined or something could not be removed (a state file
+    that could not be checked included)."""
     f = collect(min_age)
     _print(f)
     if f.empty():
         print("nothing to clean up")
-        return 0
+        return 1 if f.failed and not dry_run else 0
     if dry_run:
         print("dry run: nothing stopped or removed")
         return 0
@@ -251,7 +293,7 @@ def run(yes: bool = False, dry_run: bool = False, min_age: float = 60.0) -> int:
         if input("stop and remove the launches above? [y/N] ").strip().lower() not in ("y", "yes"):
             print("nothing removed")
             return 1
-    failed: list[str] = []
+    failed: list[str] = [f"{len(f.failed)} state file(s) could not be checked"] if f.failed else []
     targets = [st for g in f.groups for st in g.processes]
     survivors, refused = stop_processes(targets)
     failed += [f"process {st.pid} survived SIGKILL" for st in survivors]
@@ -265,12 +307,15 @@ def run(yes: bool = False, dry_run: bool = False, min_age: float = 60.0) -> int:
                 n_shm += 1
             elif outcome in ("kept", "failed"):
                 failed.append(f"{os.path.join(shm.shm_dir(), seg.name)}: {detail}")
-    for g in f.groups:
-        if not any(st.pid in left for st in g.processes):
-            state.remove_record(g.record)
-    for rec in f.stale_records:
-        state.remove_record(rec)
+    view = ownership.ProcView()  # after the stops: a record goes only when none of its processes runs
+    n_files = 0
+    for rec in [g.record for g in f.groups if not any(st.pid in left for st in g.processes)] + f.stale_records:
+        why = _keep_reason(rec, recorded_alive(rec, view)) or state.remove_record(rec)
+        if why is None:
+            n_files += rec in f.stale_records
+        else:
+            print(f"state file {rec.path}: kept, {why}")
     print(f"stopped {len(targets) - len(left)} process(es), removed {n_shm} segment(s)"
-          + (f" and {len(f.stale_records)} stale state file(s)" if f.stale_records else "")
+          + (f" and {n_files} stale state file(s)" if n_files else "")
           + ("" if not failed else "; FAILED: " + "; ".join(failed)))
     return 1 if failed else 0

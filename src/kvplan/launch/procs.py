@@ -127,6 +127,13 @@ def open_log(path: str, write: bool) -> int:
 
     flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if write else os.O_RDONLY
     if write:
+        from kvplan import validate
+        from kvplan.errors import KvplanError
+
+        try:
+            validate.output_file("the log", path)
+        except KvplanError as e:
+            raise OSError(22, str(e)) from None
         fd = open_private(path, flags | os.O_NONBLOCK, follow=True)
     else:
         fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -11,8 +11,9 @@ tied segments are removed when the launch ends. ``$KVPLAN_SHM_DIR`` replaces ``/
 Removal (:func:`remove_segment`, by the launch itself and by ``kvplan cleanup``) takes a bare name (no ``/``, not
 ``..``) directly in the shm directory, looked at with ``lstat`` through a directory descriptor (no symlink followed),
 and unlinks it only when it is a regular file owned by the current uid, with the device and inode recorded when it
-was tied to the launch, and mapped or held open by no process this one can see (every PID namespace nested in
-this one). Nothing is ever removed by name pattern: :func:`stale_segments` only lists candidates for the user.
+was tied to the launch and one link (no hard link elsewhere), and mapped or held open by no process this one can see
+(every PID namespace nested in this one). Nothing is ever removed by name pattern: :func:`stale_segments` only lists
+candidates for the user.
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ def remove_segment(d: str, name: str, ino: int, dev: int, pids: Iterable[int] | 
             return "kept", f"owned by uid {st.st_uid}"
         if (st.st_dev, st.st_ino) != (dev, ino):
             return "kept", "another file than the launch recorded (other inode)"
+        if st.st_nlink != 1:
+            return "kept", f"it has {st.st_nlink} hard links (the launch's segment has one)"
         who = _users_by_key({(dev, ino): name}, all_pids() if pids is None else pids)[name]
         if who:
             return "kept", "still mapped or open by pid " + ", ".join(str(p) for p in sorted(who)[:5])

@@ -13,7 +13,8 @@ marked ``left`` (or ``error`` after an internal error) otherwise, on every exit 
 Trust: the directory must be a real directory (not a symlink) owned by the current user and not writable by group
 or others (kvplan creates it 0700); each file a regular file (not a symlink, not a FIFO) owned by the user, not
 group/other-writable (kvplan writes 0600), at most 1 MiB, and well-formed. Anything else is ignored with a
-warning, never fatal. Logs default to the same directory (``<id>.log``, 0600) and are kept.
+warning, never fatal. A file is removed only while it is the one that was read (same inode) with one link. Logs
+default to the same directory (``<id>.log``, 0600) and are kept.
 """
 
 from __future__ import annotations
@@ -110,8 +111,11 @@ class LaunchState:
         self.removed = False
 
     def remove(self) -> None:
+        """Unlink the launch's own file: a regular file of one link (a hard link made by hand stays)."""
         try:
-            self.path.unlink()
+            st = os.lstat(self.path)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                self.path.unlink()
         except FileNotFoundError:
             pass
         self.removed = True
@@ -140,6 +144,7 @@ class Record:
     shm: tuple[Segment, ...]
     status: str
     log: str | None
+    file_links: int = 1  # st_nlink when read: kvplan writes one name (tmp + rename); more are hard links made by hand
 
 
 def _int(v: Any, what: str, lo: int = 0, hi: int = 1 << 63) -> int:
@@ -156,7 +161,7 @@ def bare_name(name: Any) -> str:
     return name
 
 
-def parse(data: Any, path: Path, file_ino: int) -> Record:
+def parse(data: Any, path: Path, file_ino: int, file_links: int = 1) -> Record:
     """A Record from a state file's JSON, or ValueError saying what is wrong."""
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
@@ -198,11 +203,12 @@ def parse(data: Any, path: Path, file_ino: int) -> Record:
     if not isinstance(status, str) or (log is not None and not isinstance(log, str)):
         raise ValueError("status / log must be strings")
     return Record(path, file_ino, lid, tok, _int(kv.get("pid"), "kvplan.pid", 1, 1 << 31),
-                  _int(kv.get("start"), "kvplan.start"), ns, tuple(pairs), shm_dir, tuple(shm), status, log)
+                  _int(kv.get("start"), "kvplan.start"), ns, tuple(pairs), shm_dir, tuple(shm), status, log,
+                  file_links)
 
 
-def _read(dfd: int, name: str) -> tuple[Any, int]:
-    """(JSON value, inode) of one file in the directory *dfd*, or ValueError."""
+def _read(dfd: int, name: str) -> tuple[Any, int, int]:
+    """(JSON value, inode, link count) of one file in the directory *dfd*, or ValueError."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     except OSError as e:
@@ -221,7 +227,7 @@ def _read(dfd: int, name: str) -> tuple[Any, int]:
     finally:
         os.close(fd)
     try:
-        return json.loads(raw.decode("utf-8")), st.st_ino
+        return json.loads(raw.decode("utf-8")), st.st_ino, st.st_nlink
     except (UnicodeDecodeError, ValueError):
         raise ValueError("it is not valid JSON") from None
     except RecursionError:
@@ -255,8 +261,8 @@ def load_all() -> tuple[list[Record], list[str]]:
         for name in names[:MAX_FILES]:
             path = d / name
             try:
-                data, ino = _read(dfd, name)
-                out.append(parse(data, path, ino))
+                data, ino, links = _read(dfd, name)
+                out.append(parse(data, path, ino, links))
             except (ValueError, TypeError, RecursionError) as e:
                 warnings.append(f"state file {path} ignored: {e}")
     finally:
@@ -264,13 +270,31 @@ def load_all() -> tuple[list[Record], list[str]]:
     return out, warnings
 
 
-def remove_record(rec: Record) -> bool:
-    """Remove a state file that was read (same inode, still a regular file of this user)."""
+def removal_problem(rec: Record, st: os.stat_result | None = None) -> str | None:
+    """Why the state file of *rec* must not be unlinked (None: it may): it must still be the file that was read (same
+    inode), a regular file of this user with one link (a second name is a hard link made by hand: not kvplan's)."""
     try:
-        st = os.lstat(rec.path)
-        if stat.S_ISREG(st.st_mode) and st.st_ino == rec.file_ino and st.st_uid == os.getuid():
-            os.unlink(rec.path)
-            return True
-    except OSError:
-        pass
-    return False
+        st = st or os.lstat(rec.path)
+    except FileNotFoundError:
+        return "it is gone"
+    except OSError as e:
+        return f"cannot read it ({e.strerror})"
+    if not stat.S_ISREG(st.st_mode) or st.st_ino != rec.file_ino:
+        return "it was replaced since it was read"
+    if st.st_uid != os.getuid():
+        return f"it is owned by uid {st.st_uid}"
+    if st.st_nlink != 1:
+        return f"it has {st.st_nlink} hard links (kvplan writes one): remove it by hand"
+    return None
+
+
+def remove_record(rec: Record) -> str | None:
+    """Remove a state file that was read (:func:`removal_problem`); None when removed, else why not."""
+    why = removal_problem(rec)
+    if why:
+        return why
+    try:
+        os.unlink(rec.path)
+    except OSError as e:
+        return e.strerror or str(e)
+    return None

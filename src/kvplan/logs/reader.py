@@ -3,6 +3,7 @@ files and other programs' logs refused with a clear message. Memory stays bounde
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,6 @@ SNIFF = 8192
 def _open_regular(p: Path) -> int:
     """A read descriptor on *p*, which must be a regular file: a FIFO, a socket or a device would hang the read or
     never end (opened without blocking, then checked with fstat)."""
-    import os
     import stat
 
     try:
@@ -40,7 +40,9 @@ def _open_regular(p: Path) -> int:
 
 
 def open_log(path: str | Path) -> Path:
-    p = Path(path).expanduser()
+    from kvplan import validate
+
+    p = Path(os.path.expanduser(validate.path("the log", str(path), hint="pass the engine's log file")))
     fd = _open_regular(p)
     try:
         with open(fd, "rb", closefd=False) as f:
@@ -48,8 +50,6 @@ def open_log(path: str | Path) -> Path:
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
     finally:
-        import os
-
         os.close(fd)
     if not head:
         raise KvplanError(f"{p} is empty", "pass a log that holds the engine's startup lines")

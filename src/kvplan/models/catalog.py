@@ -92,10 +92,13 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
         return None
     folder = "models--" + repo_id.replace("/", "--")  # one path component
     for root in _hf_cache_dirs():
-        if not stat.S_ISDIR(stat_mode(os.path.join(str(root), folder, "snapshots"))):
-            continue
         snaps = root / folder / "snapshots"
-        found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        try:
+            if not stat.S_ISDIR(stat_mode(os.path.join(str(root), folder, "snapshots"))):
+                continue
+            found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:  # a name too long for a cache folder, an unreadable cache: not in the cache
+            continue
         if found:
             return found[0]
     return None
@@ -127,10 +130,15 @@ def _spec_from_entry(entry: dict[str, Any]) -> ModelSpec:
 
 
 def _tokenizer_max_len(cfg_path: Path) -> int | None:
+    from kvplan import validate
+
     tok = cfg_path.parent / "tokenizer_config.json"
     try:
-        val = json.loads(tok.read_text(encoding="utf-8")).get("model_max_length")
-    except (OSError, ValueError, AttributeError):
+        if tok.stat().st_size > 64 * 2**20:
+            return None
+        d = validate.json_value(tok.read_bytes(), str(tok))
+        val = d.get("model_max_length") if isinstance(d, dict) else None
+    except (OSError, KvplanError):
         return None
     return int(val) if isinstance(val, (int, float)) and not isinstance(val, bool) and 0 < val < 1e12 else None
 
@@ -147,7 +155,12 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
 
     Order: explicit ``--model-config``; a local directory or file; the local HF cache; the catalog.
     """
+    from kvplan import validate
+
+    if model is not None:
+        model = validate.path("the model", model, hint="a model is an HF id (org/name) or a checkpoint path")
     if model_config:
+        model_config = validate.path("--model-config", model_config, hint="pass config.json or a checkpoint folder")
         spec = _spec_from_file(model_config, name=model or str(model_config))
         if spec.weight_bytes is None and model:
             entry = catalog_entry(model)
@@ -159,8 +172,11 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
-    p = Path(model).expanduser()
-    mode = stat_mode(p)
+    p = Path(os.path.expanduser(model))
+    try:
+        mode = stat_mode(p)
+    except OSError as e:
+        raise KvplanError(f"model {model!r}: cannot read it ({e.strerror})") from None
     if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and p.suffix == ".json"):
         return _spec_from_file(p, name=model)
     cached = find_in_hf_cache(model)

@@ -10,6 +10,7 @@ guess. Multimodal checkpoints nest the language model under ``text_config`` (or 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ def derived_max_len(c: dict[str, Any]) -> int | None:
 CONFIG_MAX_BYTES = 16 << 20  # the largest real config.json files are ~100 KB
 
 TEXT_KEYS = ("text_config", "language_config", "llm_config")
+NESTED_KEYS = ("vision_config", "quantization_config", "rope_scaling", "rope_parameters")
 # transformers' Qwen2/Qwen3 configs drop sliding_window unless use_sliding_window is set
 QWEN_GATED_SWA = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next")
 
@@ -188,6 +190,10 @@ def _spec_from_config(cfg: dict[str, Any], name: str, **extra: Any) -> ModelSpec
         raise UnsupportedModel(f"{name}: config.json has no 'architectures' list",
                                "kvplan needs the architecture name to know the KV layout")
     arch = archs[0]
+    for key in (*TEXT_KEYS, *NESTED_KEYS):  # read as maps further on (the text model, quantization, RoPE scaling)
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):
+            raise KvplanError(f"{name}: config.json {key} must be a JSON object, got {type(cfg[key]).__name__}",
+                              "pass the checkpoint's original config.json with --model-config")
     family = ARCHITECTURES.get(arch)
     top = cfg
     c = dict(_text_part(cfg))
@@ -284,24 +290,28 @@ def _with_weights(spec: ModelSpec, quant: dict[str, Any] | None) -> ModelSpec:
 
 def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     """Load config.json from a file or a checkpoint directory. Returns (dict, file path)."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        p = p / "config.json"
-    if not p.is_file():
+    from kvplan import validate
+
+    p = Path(os.path.expanduser(validate.path("config.json", str(path))))
+    try:
+        if p.is_dir():
+            p = p / "config.json"
+        found = p.is_file()
+    except OSError as e:
+        raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    if not found:
         raise KvplanError(f"no config.json at {p}", "pass a config.json file or a checkpoint directory")
     try:
         if p.stat().st_size > CONFIG_MAX_BYTES:
             raise KvplanError(f"{p}: {p.stat().st_size:,} bytes is not a config.json", "pass the model's config.json")
-        text = p.read_text(encoding="utf-8")
-        cfg = json.loads(text)
-    except RecursionError:
-        raise KvplanError(f"{p}: JSON nested too deeply to be a config.json") from None
-    except UnicodeDecodeError as e:
-        raise KvplanError(f"{p}: not a text file ({e.reason})") from None
-    except json.JSONDecodeError as e:
-        raise KvplanError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raw = p.read_bytes()
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise KvplanError(f"{p}: not a text file ({e.reason})") from None
+    cfg = validate.json_value(text, str(p), hint="pass the model's config.json")
     if not isinstance(cfg, dict):
         raise KvplanError(f"{p}: config.json must be a JSON object, got {type(cfg).__name__}")
     return cfg, p
@@ -312,11 +322,15 @@ def checkpoint_weight_bytes(config_path: Path) -> tuple[int | None, str | None]:
     d = config_path.parent
     idx = d / "model.safetensors.index.json"
     if idx.is_file():
+        from kvplan import validate
+
         try:
-            total = json.loads(idx.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
-            if isinstance(total, int) and total > 0:
+            index = validate.json_value(idx.read_bytes(), str(idx))
+            meta = index.get("metadata") if isinstance(index, dict) else None
+            total = meta.get("total_size") if isinstance(meta, dict) else None
+            if isinstance(total, int) and not isinstance(total, bool) and 0 < total < validate.MAX_BYTES:
                 return total, str(idx)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, KvplanError):
             pass
     shards = list(d.glob("*.safetensors"))
     if shards:

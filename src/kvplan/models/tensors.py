@@ -11,7 +11,6 @@ in each layer. ``models.synth.synthesize_tensors`` expands the groups into the f
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Sequence
@@ -161,9 +160,13 @@ def read_header(path: str | Path) -> list[TensorInfo]:
             raw = f.read(n)
     except OSError as e:
         raise KvplanError(f"{p}: cannot read ({e.strerror})") from None
+    from kvplan import validate
+
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        header = validate.json_value(raw, f"{p}: safetensors header", max_depth=8)
+    except validate.BoundExceeded:
+        raise
+    except KvplanError:
         raise KvplanError(f"{p}: safetensors header is not valid JSON", "not a safetensors file") from None
     if not isinstance(header, dict):
         raise KvplanError(f"{p}: safetensors header is not a JSON object", "not a safetensors file")
@@ -183,7 +186,7 @@ def safetensors_files(checkpoint_dir: str | Path) -> list[Path]:
 
 def read_safetensors_headers(path: str | Path) -> list[TensorInfo]:
     """Every tensor of a checkpoint (a directory of ``*.safetensors`` files, or one file), headers only."""
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(str(path)))
     files = [p] if p.is_file() or (p.exists() and not p.is_dir()) else safetensors_files(p)
     if not files:
         raise KvplanError(f"{p}: no *.safetensors files", "pass a checkpoint directory (kvplan reads only headers)")

@@ -50,9 +50,9 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
     for cand in (explicit, model.source):
         if not cand or "://" in str(cand):
             continue
-        p = Path(str(cand)).expanduser()
-        d = p if stat.S_ISDIR(stat_mode(p)) else p.parent
+        p = Path(os.path.expanduser(str(cand)))
         try:
+            d = p if stat.S_ISDIR(stat_mode(p)) else p.parent
             if stat.S_ISDIR(stat_mode(d)) and any(d.glob("*.safetensors")):
                 return str(d)
         except OSError:

@@ -85,26 +85,35 @@ def render(result: CheckResult, console: Any = None, title: str = "kvplan check"
         t.add_row("replicas in this launch (--dp)", f"{rep.replicas}")
     con.print(t)
 
-    for f in result.findings:
-        if f.severity == "info":
-            _finding(f, con)
+    for f, times in _grouped(result.findings, ("info",)):
+        _finding(f, con, times)
     for a in p.assumptions:
         con.print(f"[dim]· {a}[/]")
     con.print(verdict_line(result))
 
 
-def _finding(f: Any, con: Any) -> None:
-    con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}")
+def _grouped(findings: Any, severities: tuple[str, ...]) -> list[tuple[Any, int]]:
+    """(finding, times) of these severities: the same finding for a repeated flag is printed once, counted."""
+    seen: dict[tuple[str, str, str, str], list[Any]] = {}
+    for f in findings:
+        if f.severity in severities:
+            seen.setdefault((f.id, f.severity, f.message, f.fix), []).append(f)
+    return [(fs[0], len(fs)) for fs in seen.values()]
+
+
+def _finding(f: Any, con: Any, times: int = 1) -> None:
+    n = f" [dim](× {times:,})[/]" if times > 1 else ""
+    con.print(f"[{SEV_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.id}[/]: {f.message}{n}")
     con.print(f"         [green]fix:[/] {f.fix}")
 
 
 def render_findings(result: CheckResult, con: Any, severities: tuple[str, ...] = ("error", "warning", "info")
                     ) -> None:
-    """The findings of these severities, each with its fix line, then the suggested command (or why none passes):
-    check's report, which ``kvplan explain`` prints the same way for the launch it rebuilt."""
-    for f in result.findings:
-        if f.severity in severities:
-            _finding(f, con)
+    """The findings of these severities, each with its fix line (a repeated one once, counted), then the suggested
+    command (or why none passes): check's report, which ``kvplan explain`` prints the same way for the launch it
+    rebuilt."""
+    for f, n in _grouped(result.findings, severities):
+        _finding(f, con, n)
     if result.suggested_command:
         con.print("\n[bold]suggested command[/]")
         con.print(result.suggested_command, soft_wrap=True, highlight=False)

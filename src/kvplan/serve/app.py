@@ -3,12 +3,12 @@ the sliders show, from the engine: ``Engine.slider_view``).
 
 Guards: Host must be 127.0.0.1 or localhost (no DNS rebinding); a POST must be JSON (a cross-site form cannot
 send it without a preflight, which is never answered) and, when the browser names its Origin, come from this
-page; bodies are bounded; errors are one line, ``{"error": ...}`` with HTTP 400 (413 too large, 415 not JSON).
+page; bodies are bounded in size and time; errors are one line, ``{"error": ...}`` with HTTP 400 (408 too slow, 413 too
+large, 415 not JSON, 503 no planning slot: ``serve.limits``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -42,10 +42,12 @@ async def _read_json(request: Any) -> Any:
         body += chunk
         if len(body) > MAX_BODY:
             raise BadRequest(413, f"the request is over {MAX_BODY // 1024} KiB")
+    from kvplan import validate
+
     try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BadRequest(400, f"the request is not JSON ({e})") from None
+        return validate.json_value(bytes(body), "the request")
+    except KvplanError as e:
+        raise BadRequest(400, str(e)) from None
 
 
 def _error(status: int, message: str) -> Any:
@@ -54,22 +56,32 @@ def _error(status: int, message: str) -> Any:
     return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
 
 
-async def _answer(request: Any, with_html: bool) -> Any:
+async def _answer(request: Any, with_html: bool, slots: Any) -> Any:
+    import asyncio
+
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse
 
+    from kvplan.serve import limits
     from kvplan.serve.inputs import parse_request
     from kvplan.serve.planner import plan_view
 
     try:
-        req = parse_request(await _read_json(request))
-        d, sliders = await run_in_threadpool(plan_view, req)
-        if not with_html:
-            return JSONResponse(d, headers=HEADERS)
-        from kvplan.report.html.render import render_check_fragment
+        try:
+            body = await asyncio.wait_for(_read_json(request), limits.BODY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise BadRequest(408, f"the request did not arrive within {limits.BODY_TIMEOUT_S:g} s") from None
+        req = parse_request(body)
+        async with slots:  # a body that arrived waits for a planning slot (a slow client holds none)
+            d, sliders = await run_in_threadpool(plan_view, req)
+            if not with_html:
+                return JSONResponse(d, headers=HEADERS)
+            from kvplan.report.html.render import render_check_fragment
 
-        html = await run_in_threadpool(render_check_fragment, d)
+            html = await run_in_threadpool(render_check_fragment, d)
         return JSONResponse({"plan": d, "html": html, "sliders": sliders}, headers=HEADERS)
+    except limits.Busy as e:
+        return _error(503, f"kvplan serve is busy ({e}); try again")
     except BadRequest as e:
         return _error(e.status, str(e))
     except KvplanError as e:
@@ -87,7 +99,10 @@ def create_app() -> Any:
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
 
+    from kvplan.serve.limits import PlanSlots
     from kvplan.serve.page import asset_text, render_index
+
+    slots = PlanSlots()
 
     async def index(request: Any) -> Any:
         return HTMLResponse(render_index(), headers=HEADERS)
@@ -99,10 +114,10 @@ def create_app() -> Any:
         return Response(asset_text(name), media_type=ASSETS[name], headers=HEADERS)
 
     async def api_plan(request: Any) -> Any:
-        return await _answer(request, with_html=False)
+        return await _answer(request, with_html=False, slots=slots)
 
     async def api_view(request: Any) -> Any:
-        return await _answer(request, with_html=True)
+        return await _answer(request, with_html=True, slots=slots)
 
     async def not_found(request: Any, exc: Any) -> Any:
         code = getattr(exc, "status_code", 404)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvplan import validate
 from kvplan.errors import KvplanError
 
 MAX_COMMAND_CHARS = 8192
@@ -67,11 +68,7 @@ def _config(raw: Any) -> dict[str, Any] | None:
     if isinstance(raw, str):
         if len(raw) > MAX_CONFIG_CHARS:
             raise KvplanError(f"the pasted config.json is over {MAX_CONFIG_CHARS // 1024} KiB")
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise KvplanError(f"the pasted config.json is not JSON: line {e.lineno} column {e.colno}: {e.msg}",
-                              "paste the model's config.json as it is") from None
+        raw = validate.json_value(raw, "the pasted config.json", hint="paste the model's config.json as it is")
     if not isinstance(raw, dict):
         raise KvplanError("the pasted config.json must be a JSON object")
     return raw

@@ -26,7 +26,7 @@ def bind(host: str, port: int) -> Any:
     except OSError as e:
         s.close()
         raise KvplanError(f"cannot listen on {LOOPBACK}:{port}: {e.strerror}", "pass another --port") from None
-    s.listen(64)
+    s.listen(256)
     return s
 
 
@@ -39,11 +39,11 @@ def run(host: str, port: int) -> int:
     import uvicorn
 
     from kvplan.serve.app import create_app
+    from kvplan.serve.limits import uvicorn_config
 
     port = sock.getsockname()[1]
     print(f"kvplan serve: http://{LOOPBACK}:{port}/ (Ctrl-C stops it)", flush=True)
-    config = uvicorn.Config(create_app(), log_level="warning", access_log=False, limit_concurrency=32,
-                            timeout_keep_alive=5, h11_max_incomplete_event_size=64 * 1024, lifespan="off")
+    config = uvicorn_config(create_app())
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:

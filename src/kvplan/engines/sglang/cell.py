@@ -38,7 +38,11 @@ def kv_dtype_bytes(kv_cache_dtype: str, model: ModelSpec) -> tuple[int, str]:
 
 def pp_layers(n_layers: int, pp: int) -> list[int]:
     """Layers per PP stage (sglang/srt/distributed/utils.py::get_pp_indices: extra layers go to the
-    stages before the last)."""
+    stages before the last). More stages than layers leave stages without a layer (and without a KV pool):
+    refused, naming the pipeline."""
+    if pp > n_layers:
+        raise KvplanError(f"--pp-size {pp} is more pipeline stages than the model's {n_layers} decoder layers: "
+                          f"{pp - n_layers} stage(s) would hold no layer", f"use --pp-size {n_layers} or fewer")
     base = [n_layers // pp] * pp
     for i in range(2, n_layers % pp + 2):
         base[-i] += 1

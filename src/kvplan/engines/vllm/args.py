@@ -4,7 +4,6 @@ underscores and unique prefixes are accepted like vLLM's argparse does)."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,15 +183,14 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
     v.setdefault("model", None)
     _check_numbers(v)
     if "kv_transfer_config" in v:
-        try:
-            ktc = json.loads(v["kv_transfer_config"])
-        except json.JSONDecodeError as e:
-            raise KvplanError(f"--kv-transfer-config is not valid JSON ({e.msg} at column {e.colno})",
-                              "quote it: --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'") from None
-        except RecursionError:
-            raise KvplanError("--kv-transfer-config is nested too deeply") from None
+        from kvplan import validate
+
+        ktc = validate.json_value(v["kv_transfer_config"], "--kv-transfer-config",
+                                  hint="quote it: --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'")
         if not isinstance(ktc, dict):
             raise KvplanError("--kv-transfer-config must be a JSON object")
+        validate.optional_text("--kv-transfer-config kv_connector", ktc.get("kv_connector"), max_len=256)
+        validate.mapping("--kv-transfer-config kv_connector_extra_config", ktc.get("kv_connector_extra_config"))
         v["kv_transfer_config"] = ktc
     env = {k: cmd.env[k] for k in cmd.env}
     _check_env(env)

@@ -41,7 +41,12 @@ def kv_dtype_bytes(kv_cache_dtype: str, model: ModelSpec, model_dtype: ModelDtyp
 
 
 def pp_layer_ranges(n_layers: int, pp: int) -> list[range]:
-    """vllm/distributed/utils.py::get_pp_indices: extra layers go to the stages before the last."""
+    """vllm/distributed/utils.py::get_pp_indices: extra layers go to the stages before the last. More stages than
+    layers leave stages without a layer (no KV cache to plan there): refused, naming the pipeline."""
+    if pp > n_layers:
+        raise KvplanError(f"--pipeline-parallel-size {pp} is more pipeline stages than the model's {n_layers} "
+                          f"decoder layers: {pp - n_layers} stage(s) would hold no layer",
+                          f"use --pipeline-parallel-size {n_layers} or fewer")
     sizes = [n_layers // pp] * pp
     for i in range(2, n_layers % pp + 2):
         sizes[-i] += 1

@@ -10,6 +10,7 @@ charts laid out in Python and printed by jinja2 templates.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +36,23 @@ def write_html(kind: str, data: dict[str, Any], path: str | Path) -> Path:
 
     if kind not in KINDS:
         raise KvplanError(f"no HTML report for {kind!r}", f"one of: {', '.join(KINDS)}")
+    from kvplan import validate
+
+    p = Path(os.path.expanduser(validate.output_file("--html", str(path), hint="pass a writable --html FILE")))
     html = render_html(kind, data)
-    p = Path(path).expanduser()
-    try:
-        p.write_text(html, encoding="utf-8")
+    import stat
+
+    try:  # never blocks on a FIFO that appeared since the check; a regular file only
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise KvplanError(f"--html {p} is not a regular file", "pass a writable --html FILE")
+            os.ftruncate(fd, 0)
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "w", encoding="utf-8", closefd=False) as f:
+                f.write(html)
+        finally:
+            os.close(fd)
     except OSError as e:
         raise KvplanError(f"cannot write the HTML report {p}: {e.strerror}", "pass a writable --html FILE") from None
     print(f"kvplan: HTML report written to {p} ({len(html.encode()) / 1024:,.0f} KiB)", file=sys.stderr)

@@ -19,9 +19,15 @@ def add_html_option(p: Any) -> None:
 
 
 def precheck(args: argparse.Namespace) -> None:
+    """Before any work: jinja2 installed, and FILE a path kvplan may write (validate.output_file)."""
     from kvplan.report.html import check_html_deps
 
-    check_html_deps(getattr(args, "html", None))
+    path = getattr(args, "html", None)
+    check_html_deps(path)
+    if path:
+        from kvplan import validate
+
+        validate.output_file("--html", path, hint="pass a writable --html FILE")
 
 
 def emit(kind: str, args: argparse.Namespace, data: dict[str, Any]) -> None:

@@ -19,12 +19,12 @@ result per line: ``bench_serving.py::benchmark``, v0.5.9) and vLLM ``benchmark_s
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kvplan import validate
 from kvplan.errors import KvplanError
 from kvplan.simulate.workload.generate import sampler
 from kvplan.simulate.workload.spec import Item, Workload
@@ -42,14 +42,23 @@ def _first(d: dict, keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _int(v: Any, what: str, where: str) -> int:
+def _int(v: Any, what: str, where: str, lo: int = 1) -> int:
+    """A count from the file (a fractional one is truncated, as int() did): validate.number's bounds."""
+    return int(validate.number(f"{where}: {what}", v, lo=lo, hi=validate.MAX_TOKENS, hint="a number of tokens"))
+
+
+def _num(v: Any, what: str, where: str, lo: float = 0.0, hi: float = 1e12) -> float:
+    return float(validate.number(f"{where}: {what}", v, lo=lo, hi=hi))
+
+
+def _json(text: str, where: str) -> Any:
+    """One JSON value of the file (validate.json_value's bounds); None when it is not JSON at all."""
     try:
-        n = int(v)
-    except (TypeError, ValueError):
-        raise KvplanError(f"{where}: {what} {v!r} is not a number of tokens") from None
-    if n < 1:
-        raise KvplanError(f"{where}: {what} must be >= 1, got {n}")
-    return n
+        return validate.json_value(text, where)
+    except validate.BoundExceeded:
+        raise
+    except KvplanError:
+        return None
 
 
 def _item(d: Any, where: str, ids: dict) -> Item:
@@ -64,12 +73,7 @@ def _item(d: Any, where: str, ids: dict) -> Item:
                           "see the formats at the end of `kvplan simulate --help`")
     t = _first(d, _T)
     if t is not None:
-        try:
-            t = float(t)
-        except (TypeError, ValueError):
-            raise KvplanError(f"{where}: arrival {t!r} is not seconds") from None
-        if not math.isfinite(t) or t < 0:
-            raise KvplanError(f"{where}: arrival must be a time >= 0 s, got {t}")
+        t = validate.seconds(f"{where}: arrival", t, hi=1e9, hint="seconds from the start")
     pid = d.get("prefix_id")
     plen = _int(d["prefix_len"], "prefix_len", where) if (pid is not None and d.get("prefix_len")) else 0
     key = ids.setdefault(str(pid), len(ids)) if pid is not None else None
@@ -85,10 +89,10 @@ def _scan(path: Path) -> tuple[int, bool]:
             if line.strip():
                 n += 1
                 if timed is None:
-                    try:
-                        timed = _first(json.loads(line), _T) is not None
-                    except (ValueError, AttributeError):
-                        raise KvplanError(f"{path}:{n}: not JSON", "one JSON object per line") from None
+                    d = _json(line, f"{path}:{n}")
+                    if not isinstance(d, dict):
+                        raise KvplanError(f"{path}:{n}: not a JSON object", "one JSON object per line")
+                    timed = _first(d, _T) is not None
     return n, bool(timed)
 
 
@@ -104,10 +108,9 @@ def request_jsonl(path: Path, concurrency: int | None, rate: float | None, burst
             for i, line in enumerate(f, 1):
                 if not line.strip():
                     continue
-                try:
-                    d = json.loads(line)
-                except ValueError:
-                    raise KvplanError(f"{path}:{i}: not JSON", "one JSON object per line") from None
+                d = _json(line, f"{path}:{i}")
+                if d is None:
+                    raise KvplanError(f"{path}:{i}: not JSON", "one JSON object per line")
                 it = _item(d, f"{path}:{i}", ids)
                 if it.arrival is not None:
                     if it.arrival < last:
@@ -124,19 +127,14 @@ def _last_json(path: Path) -> dict:
     if path.stat().st_size > MAX_JSON_BYTES:
         raise KvplanError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB")
     text = path.read_text(encoding="utf-8", errors="replace").strip()
-    try:
-        d = json.loads(text)
+    d = _json(text, str(path))
+    if d is not None:
         return d if isinstance(d, dict) else {}
-    except ValueError:
-        pass
     last: dict = {}
-    for line in text.splitlines():  # SGLang appends one result per line; vLLM --append-result too
+    for i, line in enumerate(text.splitlines(), 1):  # SGLang appends one result per line; vLLM --append-result too
         line = line.strip()
         if line:
-            try:
-                v = json.loads(line)
-            except ValueError:
-                continue
+            v = _json(line, f"{path}:{i}")
             if isinstance(v, dict):
                 last = v
     return last
@@ -146,22 +144,34 @@ def is_bench_result(d: dict) -> bool:
     return isinstance(d, dict) and "completed" in d and ("total_input_tokens" in d or "input_lens" in d)
 
 
-def _ms(d: dict, key: str) -> float | None:
+def _measured(d: dict, key: str) -> float | None:
+    """A figure the benchmark measured: a finite number >= 0, else None (left out, never an error)."""
     v = d.get(key)
-    return round(float(v) / 1000, 6) if isinstance(v, (int, float)) else None
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v < 1e15:
+        return float(v)
+    return None
+
+
+def _ms(d: dict, key: str) -> float | None:
+    v = _measured(d, key)
+    return round(v / 1000, 6) if v is not None else None
 
 
 def bench_result(path: Path, d: dict, seed: int) -> Workload:
-    n = _int(d.get("completed") or d.get("num_prompts"), "completed", str(path))
+    where = str(path)
+    n = _int(d.get("completed") or d.get("num_prompts"), "completed", where)
     ins, outs = d.get("input_lens"), d.get("output_lens")
     rate = d.get("request_rate")
-    rate = None if rate in (None, "inf", "trace") or (isinstance(rate, float) and math.isinf(rate)) else float(rate)
+    rate = None if rate in (None, "inf", "trace") or (isinstance(rate, float) and math.isinf(rate)) else \
+        _num(rate, "request_rate", where, hi=1e9)
     conc = d.get("max_concurrency")
-    conc = int(conc) if conc else None
+    conc = _int(conc, "max_concurrency", where) if conc else None
     if rate is None and conc is None:
         conc = n  # every request sent at once
     if isinstance(ins, list) and isinstance(outs, list) and ins and len(ins) == len(outs):
-        pairs = [(int(a), int(b)) for a, b in zip(ins, outs, strict=True) if int(a) > 0 and int(b) > 0]
+        lens_in = [_int(a, "input_lens[]", where, lo=0) for a in ins]
+        lens_out = [_int(b, "output_lens[]", where, lo=0) for b in outs]
+        pairs = [(a, b) for a, b in zip(lens_in, lens_out, strict=True) if a > 0 and b > 0]
         lens = f"{len(pairs)} per-request lengths from the file"
 
         def stream() -> Iterator[Item]:
@@ -170,13 +180,16 @@ def bench_result(path: Path, d: dict, seed: int) -> Workload:
         n = len(pairs)
     else:
         pin, pout = d.get("random_input_len"), d.get("random_output_len")
-        if pin and pout and d.get("dataset_name", "random").startswith("random"):
-            r = float(d.get("random_range_ratio") or 0.0)
-            spec, pm, om = f"range:{r}", int(pin), int(pout)
+        dataset = d.get("dataset_name", "random")
+        if pin and pout and isinstance(dataset, str) and dataset.startswith("random"):
+            r = _num(d.get("random_range_ratio") or 0.0, "random_range_ratio", where, hi=1.0)
+            spec, pm, om = f"range:{r}", _int(pin, "random_input_len", where), _int(pout, "random_output_len", where)
             lens = f"random dataset: {pm} in / {om} out tokens, range ratio {r}"
         else:
-            pm = max(1, round(d.get("total_input_tokens", 0) / n))
-            om = max(1, round(d.get("total_output_tokens", 0) / n))
+            total_in = _num(d.get("total_input_tokens", 0), "total_input_tokens", where, hi=1e15)
+            total_out = _num(d.get("total_output_tokens", 0), "total_output_tokens", where, hi=1e15)
+            pm = min(validate.MAX_TOKENS, max(1, round(total_in / n)))
+            om = min(validate.MAX_TOKENS, max(1, round(total_out / n)))
             spec, lens = "fixed", f"mean lengths from the totals ({pm} in, {om} out)"
 
         def stream() -> Iterator[Item]:
@@ -186,8 +199,8 @@ def bench_result(path: Path, d: dict, seed: int) -> Workload:
             sp, so = sampler(spec, pm, rnd), sampler(spec, om, rnd)
             for _ in range(n):
                 yield Item(sp(), so())
-    measured = {"duration_s": d.get("duration"), "output_tps": d.get("output_throughput"),
-                "request_throughput": d.get("request_throughput"),
+    measured = {"duration_s": _measured(d, "duration"), "output_tps": _measured(d, "output_throughput"),
+                "request_throughput": _measured(d, "request_throughput"),
                 "ttft_s": {"mean": _ms(d, "mean_ttft_ms"), "p50": _ms(d, "median_ttft_ms"),
                            "p99": _ms(d, "p99_ttft_ms")},
                 "tpot_s": {"mean": _ms(d, "mean_tpot_ms"), "p50": _ms(d, "median_tpot_ms"),
@@ -197,24 +210,27 @@ def bench_result(path: Path, d: dict, seed: int) -> Workload:
                           "p99": _ms(d, "p99_e2e_latency_ms") or _ms(d, "p99_e2el_ms")}}
     kind = "sglang bench_serving" if "backend" in d or "random_input_len" in d else "vllm benchmark_serving"
     return Workload(name=path.name, stream_factory=stream, total=n, concurrency=conc, rate=rate,
-                    burstiness=float(d.get("burstiness") or 1.0), seed=seed,
+                    burstiness=_num(d.get("burstiness") or 1.0, "burstiness", where, hi=1e6), seed=seed,
                     description={"kind": kind, "file": str(path), "lengths": lens}, measured=measured)
 
 
 def load_file(path_str: str, concurrency: int | None = None, rate: float | None = None, burstiness: float = 1.0,
               seed: int = 0) -> Workload:
-    path = Path(path_str)
-    if not path.is_file():
+    from kvplan import validate
+
+    path = Path(validate.path("--workload", path_str, hint="a JSONL of requests or a benchmark result"))
+    try:
+        found = path.is_file()
+    except OSError as e:
+        raise KvplanError(f"{path}: cannot read ({e.strerror})") from None
+    if not found:
         raise KvplanError(f"workload file not found: {path_str}")
     with path.open("r", encoding="utf-8", errors="replace") as f:
         head = f.read(4096).lstrip()
     if not head:
         raise KvplanError(f"{path}: empty workload file")
     first = head.splitlines()[0] if head else ""
-    try:
-        d = json.loads(first)
-    except ValueError:
-        d = None
+    d = _json(first, f"{path}:1")
     if d is None or is_bench_result(d):
         res = _last_json(path)
         if not is_bench_result(res):
