@@ -154,7 +154,8 @@ def judge(engine: str | None, w: Window, facts: LogFacts | None, srv: LogFacts |
     (``levers``). ``--url``, ``--log`` and every replica of ``--prometheus`` end here, so each is judged alike."""
     from kvplan.diagnose.context import plan_context
 
-    ctx = plan_context(engine, facts, srv, user_cmd, options, sources.get("url"))
+    ctx = plan_context(engine, facts, srv, user_cmd, options, sources.get("url"),
+                       sources.get("facts_from", "the server's info"))
     read = _pool_from_serving(engine, w)
     if ctx.observed_tokens is None and read is not None:
         ctx.observed_tokens, ctx.pool_source = read
