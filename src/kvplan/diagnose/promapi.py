@@ -86,6 +86,7 @@ class Prometheus:
     notes: list[str] = field(default_factory=list)
     requests: int = 0
     bytes_read: int = 0
+    seconds: float = 0.0  # wall time spent waiting on the answers
 
     def __post_init__(self) -> None:
         self.url = check_url(self.url)
@@ -119,6 +120,7 @@ class Prometheus:
         stream = ArrayStream(key, on_element)
         ans = Answer(path)
         self.requests += 1
+        t0 = self.clock()
         try:
             resp = self.get(full, stream.feed, deadline, MAX_ANSWER_BYTES, False, headers=self.headers,
                             max_redirects=0, error_bytes=ERROR_BYTES)
@@ -139,6 +141,8 @@ class Prometheus:
                               "(its HTTP API answers under /api/v1)?") from None
         except OSError as e:
             raise KvplanError(f"{self.url}: {_os_error(e)}", "check --prometheus and that the server runs") from None
+        finally:
+            self.seconds += self.clock() - t0
         ans.elements, ans.result_type = stream.elements, stream.result_type
         return ans
 

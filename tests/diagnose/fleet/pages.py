@@ -35,10 +35,11 @@ def vllm_page(model: str, running: float, waiting: float, usage: float, gen_tps:
     return page
 
 
-def sglang_recorded(t0: float = 0.0, interval_s: float = 1.0) -> Callable[[float], str]:
-    """The recorded SGLang pages, page i at t0 + i·interval."""
+def sglang_recorded(t0: float = 0.0) -> Callable[[float], str]:
+    """The recorded SGLang pages (one per second), page i at t0 + i seconds: a scrape every 15 s reads every
+    15th page, its counters grown by 15 seconds' worth."""
     replay = Replay(recorded_pages())
-    return lambda t: replay.page(max(0, round((t - t0) / interval_s)))
+    return lambda t: replay.page(max(0, round(t - t0)))
 
 
 KV_CC = {"block_size": "16", "cache_dtype": "auto", "gpu_memory_utilization": "0.9", "kv_cache_size_tokens": "8192",

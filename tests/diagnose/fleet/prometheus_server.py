@@ -71,10 +71,12 @@ def api(base: str, path: str, **params: str) -> Any:
     return doc["data"]
 
 
-def scrapes(base: str, selector: str, window_s: int = 120) -> dict[str, int]:
-    """instance -> samples Prometheus holds of ``selector`` over the last ``window_s`` seconds."""
-    res = api(base, "/api/v1/query", query=f"count_over_time({selector}[{window_s}s])")["result"]
-    return {r["metric"].get("instance", ""): int(float(r["value"][1])) for r in res}
+def scrapes(base: str, selector: str, how: str = "count", window_s: int = 120) -> dict[str, float]:
+    """instance -> samples Prometheus holds of ``selector`` over the last ``window_s`` seconds (``how`` "instant":
+    the value of the expression ``selector`` itself)."""
+    q = selector if how == "instant" else f"count_over_time({selector}[{window_s}s])"
+    res = api(base, "/api/v1/query", query=q)["result"]
+    return {r["metric"].get("instance", ""): round(float(r["value"][1]), 3) for r in res}
 
 
 @contextmanager

@@ -99,6 +99,7 @@ def diagnose_fleet(url: str, match: str | None = None, window_s: float | None = 
 
     res.fleet = summarize(res.replicas)
     res.fleet.update(requests=prom.requests, bytes_read=prom.bytes_read, series=disc.series,
+                     prometheus_s=round(prom.seconds, 3),
                      elapsed_s=round(time.monotonic() - t0, 3), cpu_s=round(time.process_time() - c0, 3),
                      process_cpu_s=round(time.process_time(), 3))
     return res
