@@ -37,11 +37,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "with the evidence, and price each lever in the server's own numbers. The launch command (after -- or "
         "--launch-command) makes the fixed commands; without it they come from the log when it shows the flags. "
         "Without --gpu the GPU comes from the log's memory figures. A progress bar shows the sampling on a "
-        "terminal (never with --json).", epilog=exit_codes(*EXIT_CODES), formatter_class=HelpFormatter)
+        "terminal (never with --json). --prometheus URL diagnoses every replica a Prometheus server holds (its launch "
+        "from -f files or its metrics) and prints the fleet: replicas per bottleneck, the levers that help most.",
+        epilog=exit_codes(*EXIT_CODES), formatter_class=HelpFormatter)
     p.add_argument("--url", help="the server, e.g. http://127.0.0.1:30000 (/metrics, /get_server_info, /v1/models)")
     p.add_argument("--log", help="the server's log (startup and serving-stats lines)")
-    p.add_argument("--window", type=float, help="seconds: sample the URL this long (default 30), or read the last "
-                   "S seconds of the log (default 600)")
+    p.add_argument("--window", type=float, help="seconds: sample the URL this long (default 30), read the last "
+                   "S seconds of the log (default 600), or of Prometheus' data (--prometheus; default 300)")
     p.add_argument("--launch-command", help="the launch command as one string (or put it after --)")
     f = p.add_argument_group("a fleet through Prometheus")
     f.add_argument("--prometheus", metavar="URL", help="diagnose every SGLang/vLLM replica this Prometheus server (or "
