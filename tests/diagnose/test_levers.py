@@ -72,3 +72,20 @@ def test_sglang_dp_attention_log_sums_the_groups(tmp_path):
     assert res.lever("current").kv_tokens == 8 * 300_000
     assert res.lever("DP attention") is None  # already on
     assert all(lv.expected_gen_tps == pytest.approx(3200, rel=0.01) for lv in res.levers)  # nothing waits
+
+
+def test_one_launch_planned_twice_is_the_same_launch_whatever_the_host_had_free():
+    """The host memory free on this machine is measured at each plan (it moves between two plans a moment apart):
+    the same launch is the same launch, not a "given launch" row of its own (issue 26: a spurious row seen when
+    diagnose --url and the fleet priced one real server)."""
+    from dataclasses import replace
+
+    from kvplan.diagnose.levers import _same_launch
+
+    plan = check(VLLM_CMD, **GPU, host_mem_gib=100).plan
+    node = replace(plan.per_node, host_available_bytes=plan.per_node.host_available_bytes - 4096,
+                   host_available_source="this machine's MemAvailable")
+    moved = replace(plan, per_node=node)
+    assert _same_launch(plan, moved)
+    other = check(VLLM_CMD.replace("0.85", "0.9"), **GPU, host_mem_gib=100).plan
+    assert not _same_launch(plan, other)

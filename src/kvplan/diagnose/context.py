@@ -91,8 +91,9 @@ def _commands(facts: LogFacts | None, srv: LogFacts | None, user_cmd: Sequence[s
     return given, given
 
 
-def _observed(engine: Engine, facts: LogFacts | None, srv: LogFacts | None, ctx: PlanContext) -> None:
-    for src, f in (("the log", facts), ("the server's info", srv)):
+def _observed(engine: Engine, facts: LogFacts | None, srv: LogFacts | None, ctx: PlanContext,
+              srv_source: str) -> None:
+    for src, f in (("the log", facts), (srv_source, srv)):
         if f is None:
             continue
         tokens = engine.observed_kv_tokens(f, ctx.plan)
@@ -108,7 +109,8 @@ def _observed(engine: Engine, facts: LogFacts | None, srv: LogFacts | None, ctx:
 
 
 def plan_context(engine: str | None, facts: LogFacts | None, srv: LogFacts | None, user_cmd: Sequence[str] | None,
-                 options: dict[str, Any], url: str | None) -> PlanContext:
+                 options: dict[str, Any], url: str | None, srv_source: str = "the server's info") -> PlanContext:
+    """``srv``: what the server's endpoints (or a metrics store: ``srv_source`` names it) said."""
     from kvplan.engines import ENGINES, get_engine
     from kvplan.evaluation import evaluate
     from kvplan.options import PlanOptions
@@ -156,7 +158,7 @@ def plan_context(engine: str | None, facts: LogFacts | None, srv: LogFacts | Non
     ctx.version = ctx.version or version
     eng = get_engine(engine) if engine in ENGINES else ctx.engine_obj
     if eng is not None:
-        _observed(eng, facts, srv, ctx)
+        _observed(eng, facts, srv, ctx, srv_source)
     if ctx.plan is not None:
         ctx.pool_scope = (eng or get_engine(ctx.plan.engine)).pool_scope(ctx.plan)
         if ctx.observed_tokens is None:

@@ -4,8 +4,10 @@
   left, so a server that drips one byte a second ends at the deadline like one that says nothing.
 * The body is streamed in chunks to the caller and capped (``max_bytes``); past the cap the connection is closed
   and the response says ``truncated``.
-* Redirects (301/302/303/307/308) are followed only to the same scheme, host and port (at most 3); any other
-  target is refused with a note.
+* Redirects (301/302/303/307/308) are followed only to the same scheme, host and port (at most 3, or
+  ``max_redirects``: 0 refuses every redirect); any other target is refused with a note.
+* Extra request headers (``headers``: an Authorization header) go only to the URL given and the redirects kept on
+  it; a value with a line break is refused (no header injection).
 * Proxies from the environment (``http_proxy`` ...) are never used for loopback hosts (127.0.0.0/8, ::1,
   localhost); for other hosts they are honoured unless ``no_proxy`` says otherwise.
 * Malformed HTTP (no status line, a bad status code, oversized or broken headers, a bad chunk size) is an
@@ -20,7 +22,7 @@ import socket
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 DEADLINE_S = 5.0
@@ -33,9 +35,10 @@ _STATUS = re.compile(rb"^HTTP/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$")
 class HttpError(Exception):
     """A request that did not give a usable answer: one line, with ``code`` when the server answered non-2xx."""
 
-    def __init__(self, message: str, code: int | None = None):
+    def __init__(self, message: str, code: int | None = None, body: bytes = b""):
         super().__init__(message)
         self.code = code
+        self.body = body  # the first bytes of a non-2xx answer's body, when the caller asked for them
 
 
 @dataclass
@@ -170,15 +173,41 @@ def _body(conn: _Conn, headers: dict[str, str]) -> Iterator[bytes]:
         yield data
 
 
+def _error_body(conn: _Conn, headers: dict[str, str], limit: int) -> bytes:
+    """The first ``limit`` bytes of a non-2xx answer's body (its error message), within the request's deadline."""
+    got = b""
+    try:
+        for chunk in _body(conn, headers):
+            got += chunk[:limit - len(got)]
+            if len(got) >= limit:
+                break
+    except (HttpError, OSError):
+        pass
+    return got
+
+
+def _extra_headers(headers: Mapping[str, str] | None) -> str:
+    out = ""
+    for k, v in (headers or {}).items():
+        if any(c in f"{k}{v}" for c in "\r\n\0") or not k or ":" in k or not f"{k}{v}".isascii():
+            raise HttpError(f"request header {k[:40]!r}: a line break, a non-ASCII character or a bad name: refused")
+        out += f"{k}: {v}\r\n"
+    return out
+
+
 def get(url: str, sink: Callable[[bytes], None], deadline_s: float = DEADLINE_S, max_bytes: int = 16 << 20,
-        partial: bool = False) -> Response:
+        partial: bool = False, headers: Mapping[str, str] | None = None, max_redirects: int = MAX_REDIRECTS,
+        error_bytes: int = 0) -> Response:
     """GET *url*, feeding the body to *sink* chunk by chunk. Raises HttpError (non-2xx, malformed, refused
     redirect), TimeoutError (the deadline) or OSError (connection). With *partial*, a deadline reached in the
-    middle of the body ends it instead (``truncated`` and ``timed_out``): the caller keeps what it read."""
+    middle of the body ends it instead (``truncated`` and ``timed_out``): the caller keeps what it read.
+    *headers* are sent as given (see the module docstring); with *error_bytes*, a non-2xx answer's HttpError
+    carries the first bytes of its body (``body``)."""
     deadline = time.monotonic() + deadline_s
     notes: list[str] = []
     origin = None
-    for _ in range(MAX_REDIRECTS + 1):
+    extra = _extra_headers(headers)
+    for _ in range(max(0, max_redirects) + 1):
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise HttpError(f"not an http(s) URL: {url[:80]!r}")
@@ -195,18 +224,21 @@ def get(url: str, sink: Callable[[bytes], None], deadline_s: float = DEADLINE_S,
         host_hdr = u.netloc.rsplit("@", 1)[-1]
         conn = _Conn(*(proxy or (u.hostname, port)), deadline, u.hostname if u.scheme == "https" else None)
         try:
-            conn.send(f"GET {target} HTTP/1.1\r\nHost: {host_hdr}\r\nUser-Agent: kvplan-diagnose\r\n"
+            conn.send(f"GET {target} HTTP/1.1\r\nHost: {host_hdr}\r\nUser-Agent: kvplan-diagnose\r\n{extra}"
                       "Accept-Encoding: identity\r\nConnection: close\r\n\r\n".encode("latin-1", "replace"))
-            status, headers = _headers(conn)
-            if status in (301, 302, 303, 307, 308) and headers.get("location"):
-                url = urllib.parse.urljoin(url, headers["location"])
+            status, got = _headers(conn)
+            if status in (301, 302, 303, 307, 308) and got.get("location"):
+                url = urllib.parse.urljoin(url, got["location"])
+                if max_redirects <= 0:
+                    raise HttpError(f"redirect to {url[:80]} refused (only the URL given is queried)", code=status)
                 notes.append(f"redirected to {url[:80]}")
                 continue
             if not 200 <= status < 300:
-                raise HttpError(f"HTTP {status}", code=status)
+                body = _error_body(conn, got, error_bytes) if error_bytes > 0 else b""
+                raise HttpError(f"HTTP {status}", code=status, body=body)
             resp = Response(url, status, notes=notes)
             try:
-                for chunk in _body(conn, headers):
+                for chunk in _body(conn, got):
                     room = max_bytes - resp.bytes_read
                     if len(chunk) > room:
                         sink(chunk[:room])
@@ -222,7 +254,7 @@ def get(url: str, sink: Callable[[bytes], None], deadline_s: float = DEADLINE_S,
             return resp
         finally:
             conn.close()
-    raise HttpError(f"more than {MAX_REDIRECTS} redirects")
+    raise HttpError(f"more than {max_redirects} redirects")
 
 
 def get_bytes(url: str, deadline_s: float = DEADLINE_S, max_bytes: int = 1 << 20) -> tuple[bytes, Response]:

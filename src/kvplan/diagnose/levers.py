@@ -172,10 +172,18 @@ def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int
     return (min(fit, mrr) if mrr else fit) * replicas
 
 
+MEASURED = ("host_available_bytes", "host_available_gib", "host_available_source")  # the machine, not the launch
+
+
 def _same_launch(a: Plan, b: Plan) -> bool:
-    """Two plans that allocate the same (the given command and the log's rebuilt one, written differently)."""
-    return (a.per_rank.to_dict(), a.per_node.to_dict(), a.per_replica.to_dict()) == (
-        b.per_rank.to_dict(), b.per_node.to_dict(), b.per_replica.to_dict())
+    """Two plans that allocate the same (the given command and the log's rebuilt one, written differently). The
+    host memory this machine had free when each was planned is what was measured, not what the launch allocates:
+    two plans of one launch read it a moment apart, so it is left out."""
+    def alloc(p: Plan) -> tuple[dict[str, Any], ...]:
+        node = {k: v for k, v in p.per_node.to_dict().items() if k not in MEASURED}
+        return p.per_rank.to_dict(), node, p.per_replica.to_dict()
+
+    return alloc(a) == alloc(b)
 
 
 def price(p: Pricing) -> tuple[list[Lever], list[str]]:

@@ -32,7 +32,7 @@ MAX_SCRAPE_BYTES = 16 << 20  # per /metrics page; past it the page is truncated 
 MAX_JSON_BYTES = 4 << 20
 MAX_SCRAPES = 600
 MAX_NOTES = 20
-__all__ = ["parse_prometheus", "scrape", "ServerView", "observed_avg_request"]
+__all__ = ["parse_prometheus", "scrape", "ServerView", "observed_avg_request", "page_sample", "Scrape"]
 
 
 def _tables() -> list[MetricNames]:
@@ -139,7 +139,9 @@ def _metric_names(view: ServerView) -> MetricNames | None:
     return get_engine(view.engine).metrics if view.engine else None
 
 
-def _sample(view: ServerView, prev: Scrape | None, cur: Scrape) -> Sample:
+def page_sample(view: ServerView, prev: Scrape | None, cur: Scrape) -> Sample:
+    """The Sample of one scrape (gauges of ``cur``; rates from the counters' growth since ``prev``): every source
+    of pages (``scrape`` here, the fleet's Prometheus steps) makes its samples with this one function."""
     s, eng = cur.page, view.engine
     out = Sample(kind="metrics", fmt=f"{eng}-metrics", t=cur.t, source=view.url)
     n = _metric_names(view)
@@ -265,7 +267,7 @@ def scrape(url: str, window_s: float = 30.0, interval_s: float | None = None, ge
             if info_metric and info_metric in page.labels and not view.cache_config:
                 view.cache_config = dict(page.labels[info_metric])
         if view.engine:
-            view.samples.append(_sample(view, prev, cur))
+            view.samples.append(page_sample(view, prev, cur))
         view.last_totals.update({k: a.total for k, a in page.aggs.items()})
         prev = cur
         if progress is not None:

@@ -95,7 +95,7 @@ def _engine_of(samples: list[Sample], facts: LogFacts | None, view: ServerView |
     return None
 
 
-def _server_facts(view: ServerView) -> LogFacts | None:
+def server_facts(view: ServerView) -> LogFacts | None:
     """LogFacts equivalent of what the endpoints said (so the launch can be rebuilt the same way). The engine checks
     every value for its type and range; what does not fit is left out with a note."""
     from kvplan.engines import get_engine
@@ -142,7 +142,7 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
         if down is not None:
             raise KvplanError(down, "check the URL and that the server runs (SGLang needs --enable-metrics)")
     engine = _engine_of(log_samples, facts, view, user_cmd)
-    srv = _server_facts(view) if view is not None else None
+    srv = server_facts(view) if view is not None else None
     notes: list[str] = []
     if view is not None:
         notes.extend(f"{url}: {e}" for e in view.errors[:20])
@@ -152,9 +152,20 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
         w.preemptions += sum(s.preemptions or 0 for s in log_samples[-50:] if s.kind == "preempt") if log else 0
     else:
         w = build(log_samples, engine, window_s or LOG_WINDOW_S)
+    sources = {"url": url, "log": log, "window_s": window_s or (URL_WINDOW_S if live else
+                                                              LOG_WINDOW_S if log else None)}
+    return judge(engine, w, facts, srv, view, user_cmd, options, notes, sources)
+
+
+def judge(engine: str | None, w: Window, facts: LogFacts | None, srv: LogFacts | None, view: ServerView | None,
+          user_cmd: Sequence[str] | None, options: dict[str, Any], notes: list[str],
+          sources: dict[str, Any]) -> DiagnoseResult:
+    """The window judged: the launch planned (``context``), the bottleneck named (``rules``), the levers priced
+    (``levers``). ``--url``, ``--log`` and every replica of ``--prometheus`` end here, so each is judged alike."""
     from kvplan.diagnose.context import plan_context
 
-    ctx = plan_context(engine, facts, srv, user_cmd, options, url)
+    ctx = plan_context(engine, facts, srv, user_cmd, options, sources.get("url"),
+                       sources.get("facts_from", "the server's info"))
     read = _pool_from_serving(engine, w)
     if ctx.observed_tokens is None and read is not None:
         ctx.observed_tokens, ctx.pool_source = read
@@ -170,9 +181,7 @@ def diagnose(url: str | None = None, log: str | None = None, window_s: float | N
     rc = RuleContext(w, engine, pool, ctx.pool_scope, ctx.max_running)
     verdicts = classify(rc)
     res = DiagnoseResult(engine, ctx.version, w, verdicts, command=ctx.command_text,
-                         command_source=ctx.command_source, notes=notes + ctx.notes,
-                         sources={"url": url, "log": log, "window_s": window_s or (URL_WINDOW_S if live else
-                                                                                   LOG_WINDOW_S if log else None)})
+                         command_source=ctx.command_source, notes=notes + ctx.notes, sources=sources)
     res.observed = {"samples": w.n, "span_s": w.span_s, "running": w.running, "queued": w.queued,
                     "kv_usage": w.usage, "kv_usage_min": w.usage_min, "kv_usage_max": w.usage_max,
                     "gen_tps": w.gen_tps, "prompt_tps": w.prompt_tps, "per_request_gen_tps": w.per_request_tps,

@@ -278,6 +278,24 @@ class Engine(ABC):
         and range (kvplan.engines.reported); what does not fit is left out and named in ``ignored``."""
         return None
 
+    def metrics_facts(self, config: Mapping[str, str], model: str | None, pool_tokens: float | None,
+                      ignored: list[str]) -> LogFacts | None:
+        """What a metrics store (Prometheus) holds about a server whose own endpoints are not read: the labels of
+        its config-info metric, the value of its model label (``MetricNames.model_label``) and of its pool gauge
+        (``MetricNames.pool_tokens``). By default the server facts of a model card naming that model."""
+        models = [{"id": model, "root": model}] if model else []
+        return self.server_facts({}, config, models, ignored)
+
+    def launch_port(self, argv: Sequence[str]) -> int:
+        """The port a launch command serves on: its ``--port`` (``--port N`` or ``--port=N``), else
+        ``default_port``; what a scrape target's ``host:port`` is matched against."""
+        for i, tok in enumerate(argv):
+            value = tok.split("=", 1)[1] if tok.startswith("--port=") else (
+                argv[i + 1] if tok == "--port" and i + 1 < len(argv) else None)
+            if value is not None and value.isdigit() and 0 < int(value) < 65536:
+                return int(value)
+        return self.default_port
+
     def running_cap(self, plan: Plan) -> int | None:
         """The running-requests cap the launch fixes, when the server does not report one (None: unknown)."""
         return None

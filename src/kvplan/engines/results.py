@@ -115,7 +115,9 @@ class MetricNames:
     cached_tokens: tuple[str, ...] = ()  # counter: prompt tokens served from the prefix cache
     retracted: tuple[str, ...] = ()  # gauge: requests retracted
     requests: tuple[str, ...] = ()  # counter: requests finished (with prompt/generation totals: average length)
+    pool_tokens: tuple[str, ...] = ()  # gauge set at start: KV tokens of one pool (one DP group): the peak
     config_info: str | None = None  # info metric whose labels are the cache config (vLLM cache_config_info)
+    model_label: str = "model_name"  # the label every load series carries naming the served model
 
     def histogram(self, what: str) -> str:
         """``<prefix>request_<what>_tokens``: the per-request histograms (``_count``, ``_sum``)."""

@@ -159,6 +159,10 @@ class SGLangEngine(Engine):
                      models: Sequence[Mapping[str, Any]], ignored: list[str]) -> LogFacts | None:
         return server.server_facts(info, ignored)
 
+    def metrics_facts(self, config: Mapping[str, str], model: str | None, pool_tokens: float | None,
+                      ignored: list[str]) -> LogFacts | None:
+        return server.metrics_facts(model, pool_tokens, ignored)
+
     def pool_scope(self, plan: Plan) -> str:
         g = plan.per_replica.dp_groups
         return f"per replica ({g} DP groups)" if g > 1 else "per replica"

@@ -18,7 +18,19 @@ METRICS = MetricNames(
     used_tokens=("sglang:num_used_tokens",), host_used_tokens=("sglang:hicache_host_used_tokens",),
     host_total_tokens=("sglang:hicache_host_total_tokens",), accept_length=("sglang:spec_accept_length",),
     gen_throughput=("sglang:gen_throughput",), cached_tokens=("sglang:cached_tokens_total",),
-    retracted=("sglang:num_retracted_reqs",), requests=("sglang:num_requests_total",))
+    retracted=("sglang:num_retracted_reqs",), requests=("sglang:num_requests_total",),
+    pool_tokens=("sglang:max_total_num_tokens",))
+
+
+def metrics_facts(model: str | None, pool_tokens: float | None, ignored: list[str]) -> LogFacts | None:
+    """What a metrics store holds of a server whose endpoints are not read: the model label (``--model-path`` as
+    served, the default ``--served-model-name``) and ``sglang:max_total_num_tokens`` (the pool of one DP group, set
+    once at start; exported since 0.5.9: sglang-memory.md §4)."""
+    if not model and pool_tokens is None:
+        return None
+    f = LogFacts(engine="sglang", args={"model_path": model} if model else {}, model=model)
+    f.kv_tokens = whole("sglang:max_total_num_tokens", pool_tokens, ignored)
+    return f
 
 
 def server_facts(info: Mapping[str, Any], ignored: list[str]) -> LogFacts | None:

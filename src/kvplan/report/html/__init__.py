@@ -1,7 +1,7 @@
 """HTML reports: one self-contained file per command (no script or style from the network), with hand-built SVG
 charts laid out in Python and printed by jinja2 templates.
 
-    write_html(kind, data, path) -> Path    kind: check | plan | explain | diagnose (simulate: add a view)
+    write_html(kind, data, path) -> Path    kind: check | plan | explain | diagnose | fleet (simulate: add a view)
     render_html(kind, data) -> str
 
 ``data`` is the command's stable JSON dict (``CheckResult.to_dict()``, ``ExplainResult.to_dict()``,
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-KINDS = ("check", "plan", "explain", "diagnose")
+KINDS = ("check", "plan", "explain", "diagnose", "fleet")
 
 
 def render_html(kind: str, data: dict[str, Any]) -> str:

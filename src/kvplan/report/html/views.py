@@ -115,6 +115,32 @@ def _best_lever(levers: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(ok, key=lambda lv: (lv.get("expected_gen_tps") or 0, lv.get("kv_tokens") or 0))
 
 
+FLEET_BARS = (("kv_usage", "KV pool usage", "%"), ("queued", "queued requests (mean)", ""),
+              ("gen_tps", "generation throughput", " tok/s"))
+
+
+def fleet_view(d: dict[str, Any]) -> dict[str, Any]:
+    """``diagnose --prometheus``: a bar per replica for KV usage, queue and throughput, the fleet summary, and
+    each replica's evidence and levers (the same table as one server's report)."""
+    from kvplan.report.html.bars import Bar, bar_chart
+
+    colors = {"kv-capacity": "#c44e52", "host-tier": "#c44e52", "client-bound": "#55a868", "unknown": "#4c72b0"}
+    charts = []
+    for key, title, unit in FLEET_BARS:
+        bars = []
+        for r in d["replicas"]:
+            v = (r.get("observed") or {}).get(key)
+            v = None if v is None else v * 100 if key == "kv_usage" else v
+            bars.append(Bar(r["instance"], r["instance"], v, "–" if v is None else f"{v:,.1f}{unit}",
+                            colors.get(r["bottleneck"], "#dd8452")))
+        charts.append(bar_chart(f"fleet-{key.replace('_', '-')}", f"{title}, per replica", bars))
+    f = d["fleet"]
+    return {"header": {"kind": "diagnose", "engine": f"fleet · Prometheus {d['prometheus']}", "command": None,
+                       "model": f"{f['replicas']} replica(s) · last {d['window_s']:g} s, step {d['step_s']:g} s"
+                       + (f" · {{{d['match']}}}" if d["match"] else ""), "hardware": "", "verdict": None},
+            "d": d, "fleet": f, "charts": charts}
+
+
 def view(kind: str, d: dict[str, Any]) -> dict[str, Any]:
     if kind in ("check", "plan"):
         return check_view(d, kind)
@@ -122,4 +148,6 @@ def view(kind: str, d: dict[str, Any]) -> dict[str, Any]:
         return explain_view(d)
     if kind == "diagnose":
         return diagnose_view(d)
+    if kind == "fleet":
+        return fleet_view(d)
     raise ValueError(f"no HTML view for {kind!r}")
