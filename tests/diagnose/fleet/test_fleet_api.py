@@ -102,8 +102,8 @@ def test_same_numbers_as_diagnose_url_on_the_same_pages(monkeypatch):
     def sleep(s):
         clock[0] += max(s, 0.0)
 
-    real = metrics.scrape
-    monkeypatch.setattr("kvplan.diagnose.run.scrape", lambda url, window_s, progress=None: real(
+    real = metrics.scrape  # stop_by is a real-clock bound: the fake runs on its own clock
+    monkeypatch.setattr("kvplan.diagnose.run.scrape", lambda url, window_s, progress=None, stop_by=None: real(
         url, window_s, interval_s=1.0, get=get, sleep=sleep, clock=lambda: clock[0]))
     url_d = diagnose(url="http://127.0.0.1:8001", window_s=20, gpu="h100").to_dict()
     fleet = _run(FakeProm([_kv_vllm("127.0.0.1:8001", T0 + 60)]), gpu="h100")["replicas"][0]
