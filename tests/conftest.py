@@ -56,3 +56,15 @@ def corpus() -> Path:
     """The real-log corpus (README.md, cases.jsonl, throughput.jsonl, raw/); a missing corpus fails, never skips."""
     assert (CORPUS / "cases.jsonl").is_file(), f"logcorpus not found at {CORPUS} (CI has ../shared beside the clone)"
     return CORPUS
+
+
+SLOW_TIMEOUT_S = 3600  # a real-engine test may wait for the machine's engine lock held by another developer's suite
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow and solo tests (real engines, long loops) get SLOW_TIMEOUT_S unless they set a timeout of their own; the
+    others keep pyproject's 900 s."""
+    for item in items:
+        if (item.get_closest_marker("slow") or item.get_closest_marker("solo")) and \
+                not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
