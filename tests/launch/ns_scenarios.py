@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -387,7 +388,9 @@ def hostile_state_files(tmp: Path) -> dict:
                                f"import mmap, time\nf = open({str(shm / 'psm_mapped')!r}, 'r+b')\n"
                                "m = mmap.mmap(f.fileno(), 4096)\nprint('mapped', flush=True)\ntime.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
-    mapper.stdout.readline()  # mapped, in a nested PID namespace
+    # mapped, in a nested PID namespace (a line, or a loud failure after 60 s: never a read that can hang)
+    assert select.select([mapper.stdout], [], [], 60)[0] and mapper.stdout.readline().strip() == "mapped", \
+        "the mapper did not map its segment within 60 s"
     rec = lambda lid, shm_list, **kw: state_record(tmp, lid, [], shm_list, **kw)  # noqa: E731
     files = {
         "bad-json": "{not json", "a-list": "[1, 2, 3]", "deep": "[" * 200_000 + "]" * 200_000,
