@@ -4,7 +4,6 @@ advance with time, missing endpoints, and a port where nothing listens."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from kvplan.diagnose.metrics import parse_prometheus, scrape
 from kvplan.diagnose.run import diagnose
 from kvplan.errors import KvplanError
+from tests.waits import reserved_port
 
 KIMI = "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --mem-fraction-static 0.85"
 
@@ -132,10 +132,8 @@ def test_vllm_live_server_is_client_bound_and_tolerates_missing_pieces():
 
 
 def test_nothing_listens():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    t = time.monotonic()
-    with pytest.raises(KvplanError, match="connection refused"):  # an error, not an "unknown" diagnosis
-        diagnose(url=f"http://127.0.0.1:{port}", window_s=30)
-    assert time.monotonic() - t < 10  # does not wait out the window
+    with reserved_port() as port:  # held, never listening: refused, and nobody else can listen there
+        t = time.monotonic()
+        with pytest.raises(KvplanError, match="connection refused"):  # an error, not an "unknown" diagnosis
+            diagnose(url=f"http://127.0.0.1:{port}", window_s=600)
+        assert time.monotonic() - t < 120  # does not wait out the 600 s window (a busy machine is slower, not 5x)

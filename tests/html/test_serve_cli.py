@@ -14,14 +14,15 @@ import psutil
 
 from tests.conftest import INCIDENT_CMD, run_cli
 from tests.html.serve_helpers import request
+from tests.waits import readline
 
 
 def test_serve_answers_on_loopback_only():
     p = subprocess.Popen([sys.executable, "-m", "kvplan", "serve", "--port", "0"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        line = p.stdout.readline()
-        assert line.startswith("kvplan serve: http://127.0.0.1:"), line + p.stderr.read()
+        line = readline(p.stdout, 120)
+        assert line.startswith("kvplan serve: http://127.0.0.1:"), line
         url = line.split()[2].rstrip("/")
         port = int(url.rsplit(":", 1)[1])
         deadline = time.monotonic() + 30
