@@ -30,12 +30,16 @@ def test_fifo_log_and_events_are_refused_without_starting(tmp_path):
 def test_state_log_and_events_hold_no_secret_and_are_private(tmp_path):
     env = env_for(tmp_path)
     env["NSINIT_REPORT"] = str(tmp_path / "nsinit.json")
-    cmd = ["HF_TOKEN=hf_secret_1", "python3", "-c", "import time; time.sleep(3)", "--api-key", "sk-secret-2"]
+    # the server runs until the test has read the running launch's state file (it creates "go"), at most 120 s
+    go = tmp_path / "go"
+    code = ("import os, sys, time\nend = time.monotonic() + 120\n"
+            "while not os.path.exists(sys.argv[1]) and time.monotonic() < end:\n    time.sleep(0.05)")
+    cmd = ["HF_TOKEN=hf_secret_1", "python3", "-c", code, str(go), "--api-key", "sk-secret-2"]
     p = subprocess.Popen([*PIDNS, *KVPLAN, "launch", "--plain", "--events", str(tmp_path / "ev.jsonl"), "--", *cmd],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     states, seen = tmp_path / "state", None
-    end = time.monotonic() + 20
-    while time.monotonic() < end and seen is None:
+    end = time.monotonic() + 120
+    while time.monotonic() < end and seen is None and p.poll() is None:
         for f in states.glob("*.json") if states.exists() else []:
             try:
                 data = json.loads(f.read_text())
@@ -44,8 +48,10 @@ def test_state_log_and_events_hold_no_secret_and_are_private(tmp_path):
             if data.get("status") == "running":
                 seen = (f, data, os.stat(f).st_mode & 0o777, os.stat(states).st_mode & 0o777)
         time.sleep(0.05)
-    out, err = p.communicate(timeout=30)
+    go.touch()
+    out, err = p.communicate(timeout=120)
     assert p.returncode == 0, (out, err)
+    assert seen, "no state file of the running launch was seen"
     f, data, file_mode, dir_mode = seen
     text = json.dumps(data)
     assert "sk-secret-2" not in text and "hf_secret_1" not in text and "<redacted>" in text, text
