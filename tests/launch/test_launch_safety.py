@@ -16,12 +16,11 @@ from tests.launch.helpers import KVPLAN, PIDNS, env_for
 def test_fifo_log_and_events_are_refused_without_starting(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for flag in ("--log", "--events"):
-        t0 = time.monotonic()
+    for flag in ("--log", "--events"):  # an open() of the FIFO would block for ever: the run's timeout catches it
         p = subprocess.run([*PIDNS, *KVPLAN, "launch", flag, str(fifo), "--", "touch", str(tmp_path / "started")],
-                           capture_output=True, text=True, timeout=30, env=env_for(tmp_path))
+                           capture_output=True, text=True, timeout=120, env=env_for(tmp_path))
         assert p.returncode == 2 and "not a regular file" in p.stderr, (flag, p.stderr)
-        assert time.monotonic() - t0 < 10 and not (tmp_path / "started").exists()
+        assert not (tmp_path / "started").exists()
     for args in (["explain", str(fifo)], ["diagnose", "--log", str(fifo)]):
         p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and "not a regular file" in p.stderr, (args, p.stderr)
@@ -97,12 +96,11 @@ def test_force_starts_the_command_whatever_the_numbers(tmp_path):
     env = env_for(tmp_path)
     for bad in (["--mem-fraction-static", "nan"], ["--hicache-size", "inf"], ["--context-length", "1e400"]):
         cmd = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", *bad]
-        t0 = time.monotonic()
         p = subprocess.run([*PIDNS, *KVPLAN, "launch", "--force", "--plain", "--gpu", "h100", "--host-mem-gib", "64",
-                            "--ready-timeout", "30", "--", *cmd], capture_output=True, text=True, timeout=60, env=env)
+                            "--ready-timeout", "600", "--", *cmd], capture_output=True, text=True, timeout=300, env=env)
         # refused by kvplan's validation ("launching unchecked"), or a flag-bad-value error finding where SGLang's
         # own argparse refuses the value too (type=int for --hicache-size inf): either way the preflight fails
         refused = "launching unchecked (--force)" in p.stdout or "preflight (kvplan check): FAIL" in p.stdout
         assert refused and bad[0] in p.stdout, (bad, p.stdout, p.stderr)
+        # ended by the server's own exit, not by the 600 s ready timeout
         assert p.returncode == 1 and "exited by itself with code 1" in p.stdout, (bad, p.stdout, p.stderr)
-        assert time.monotonic() - t0 < 30
