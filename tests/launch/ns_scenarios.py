@@ -198,7 +198,8 @@ def crashed(tmp: Path) -> dict:
     env = env_for(tmp)
     kv = start_launch(tmp, fault("alloc_steps.py", "--max-mib", "16", "--shm-mib", "8", "--workers", "2"), env,
                       n_procs=3, shm=True)
-    wait_for(lambda: len(fault_pids(tmp)) == 3)
+    if not wait_for(lambda: len(fault_pids(tmp)) == 3, 60):
+        raise RuntimeError(f"the fault's 3 processes did not all start: {fault_pids(tmp)}")
     lid = state_files(tmp)[0]["id"]
     launched = fault_pids(tmp)
     clean = {k: v for k, v in env.items() if not k.startswith("FAULT_")}
@@ -296,10 +297,10 @@ def launch_in_child_namespace(tmp: Path) -> dict:
     obs["inner_kvplan_found"] = kvp is not None
     if kvp:
         os.kill(kvp, signal.SIGKILL)
-        wait_for(lambda: not alive(kvp), 10)
+        wait_for(lambda: not alive(kvp), 60)  # the observations below show if it did not
     obs["yes_dead"] = cleanup(env, "--yes")
     reap()
-    wait_for(lambda: not marked(lid), 10)
+    wait_for(lambda: not marked(lid), 60)  # marked_after_dead shows if it did not
     obs["marked_after_dead"] = marked(lid)
     obs["shm_after_dead"] = sorted(os.listdir(tmp / "shm"))
     return obs
