@@ -1,16 +1,13 @@
-"""Waiting on states, not on the clock: ports held for a server until it binds them, lines read with a deadline, and
-polls that fail loudly when the state never comes."""
+"""Waiting on states, not on the clock: ports held for a server until it binds them, and a child's first line read
+with a deadline (a silent child fails the test instead of hanging it)."""
 
 from __future__ import annotations
 
 import selectors
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TypeVar
-
-T = TypeVar("T")
+from typing import IO
 
 
 @contextmanager
@@ -40,15 +37,3 @@ def readline(stream: IO[str], timeout: float) -> str:
         return stream.readline()
     finally:
         sel.close()
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float, every: float = 0.05) -> T:
-    """Poll *probe* until it returns something other than None (or False); fail loudly after *timeout* seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        got = probe()
-        if got is not None and got is not False:
-            return got
-        if time.monotonic() > end:
-            raise AssertionError(f"{what}: not seen within {timeout:g} s")
-        time.sleep(every)
