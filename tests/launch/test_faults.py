@@ -8,6 +8,7 @@ is not read."""
 
 from __future__ import annotations
 
+import re
 import signal
 
 import pytest
@@ -54,7 +55,9 @@ def test_ignores_sigterm(tmp_path):
     # 3 s: the fault and its child are up and ignoring SIGTERM well before, even with the machine busy
     run = launch(tmp_path, ["--ready-timeout", "3", "--grace", "0.3"], fault("ignore_term.py"))
     _aborted(run, "ready-timeout")
-    assert len(run.pids) == 2 and run.log.count("ignored SIGTERM") == 2, run.log
+    # both processes took kvplan's SIGTERM and ignored it (kvplan may send it more than once within the grace)
+    ignored = {int(pid) for pid in re.findall(r"ignored SIGTERM in (\d+)", run.log)}
+    assert len(run.pids) == 2 and ignored == {pid for pid, _ in run.pids}, run.log
     assert run.event("exit")["stop_s"] >= 0.3  # it took the SIGKILL after the grace
     # on kvplan's own clock (events' "t": from the spawn), so its Python start-up under a loaded machine is not counted
     assert run.event("exit")["t"] - 3 <= MAX_LATENCY_S
