@@ -16,9 +16,15 @@ INCIDENT_HW = ["--gpu", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "--host-
                "--engine-version", "0.5.9"]
 
 
+# a guard against a hung child only (pytest-timeout ends a hung test anyway), never a speed judgment: with the
+# machine busy one CLI run took over 60 s
+SUBPROCESS_TIMEOUT_S = 600
+
+
 def run_cli(args: list[str]) -> tuple[int, str, str]:
     """Run `python -m kvplan ARGS` as a user would; returns (exit code, stdout, stderr)."""
-    p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True,
+                       timeout=SUBPROCESS_TIMEOUT_S)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -236,7 +236,7 @@ def test_http_proxy_is_not_used_for_loopback():
         env = {**os.environ, "http_proxy": proxy, "HTTP_PROXY": proxy, "no_proxy": "", "NO_PROXY": ""}
         code = ("import sys\nfrom kvplan.diagnose.metrics import scrape\n"
                 "v = scrape(sys.argv[1], window_s=0.2, interval_s=0.1)\nprint(len(v.samples))")
-        p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=60, env=env)
+        p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=600, env=env)
         for host in ("localhost", "[::1]"):
             assert http.is_loopback(host.strip("[]"))
     assert p.returncode == 0 and int(p.stdout.strip()) >= 2, p.stderr
@@ -250,6 +250,6 @@ def test_unreadable_logs_exit_2(tmp_path):
     (tmp_path / "dir.log").mkdir()
     for name in ("missing.log", "empty.log", "binary.log", "dir.log"):
         p = subprocess.run([sys.executable, "-m", "kvplan", "diagnose", "--log", str(tmp_path / name)],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=600)
         assert p.returncode == 2 and p.stderr.startswith("kvplan: error:") and "Traceback" not in p.stderr, \
             (name, p.returncode, p.stderr)

@@ -139,7 +139,7 @@ def test_body_limit(url):
 
     from kvplan.serve.app import MAX_BODY, BadRequest, _read_json
 
-    conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=30)
+    conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=600)
     conn.request("POST", "/api/plan", body=b"{}", headers={"Content-Type": "application/json",
                                                             "Content-Length": str(MAX_BODY + 1)})
     r = conn.getresponse()
@@ -156,7 +156,7 @@ def test_body_limit(url):
     # a fresh thread: another test's Playwright (sync API) may leave an event loop running in this one
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool, pytest.raises(BadRequest) as e:
-        pool.submit(asyncio.run, _read_json(Streamed())).result(timeout=60)
+        pool.submit(asyncio.run, _read_json(Streamed())).result(timeout=600)
     assert e.value.status == 413
 
 

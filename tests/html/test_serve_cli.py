@@ -63,7 +63,7 @@ def test_port_in_use_is_one_line():
 def test_missing_serve_extra_is_one_line():
     code = ("import sys; sys.modules['starlette'] = None\n"
             "from kvplan.cli.main import main\nsys.exit(main(['serve', '--port', '0']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and p.stderr.strip() == ("kvplan: error: kvplan serve needs starlette, which is not "
                                                       "installed (pip install 'kvplan[serve]')")
     assert json.dumps(p.stdout) == '""'

@@ -110,7 +110,7 @@ def shm_names(d: str = "/dev/shm") -> set[str]:
         return set()
 
 
-def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 60.0, env: dict | None = None,
+def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 600.0, env: dict | None = None,
            signals: list[tuple[str, int]] = ()) -> Run:
     """``kvplan launch --plain --events E --log L ARGS -- COMMAND`` in a private PID namespace; *signals*: (log
     pattern, signum) sent to kvplan (through the namespace's init, which forwards them) one after the other, each
@@ -173,7 +173,7 @@ def kvtest_segments(pids: set[int], d: str = "/dev/shm") -> list[str]:
     return [f"{d}/{n}" for n in shm_names(d) if n.startswith("psm_kvtest_") and int(n.split("_")[2]) in pids]
 
 
-def cleanup_cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60.0) -> tuple[int, str]:
+def cleanup_cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 600.0) -> tuple[int, str]:
     """``kvplan cleanup ARGS`` in a private PID namespace (it sees nothing but itself there)."""
     p = subprocess.run(["unshare", "-pf", "--mount-proc", *KVPLAN, "cleanup", *args], capture_output=True, text=True,
                        env=env or env_for(tmp),

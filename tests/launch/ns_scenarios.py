@@ -87,7 +87,7 @@ def reap() -> None:
 
 def cleanup(env: dict, *args: str, prefix: tuple[str, ...] = ()) -> dict:
     t0 = time.monotonic()
-    p = subprocess.run([*prefix, *KVPLAN, "cleanup", *args], capture_output=True, text=True, env=env, timeout=120,
+    p = subprocess.run([*prefix, *KVPLAN, "cleanup", *args], capture_output=True, text=True, env=env, timeout=600,
                        stdin=subprocess.DEVNULL)
     return {"code": p.returncode, "out": p.stdout + p.stderr, "s": round(time.monotonic() - t0, 3)}
 
