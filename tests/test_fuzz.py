@@ -26,7 +26,7 @@ EXAMPLES = int(os.environ.get("KVPLAN_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
-BOUND_S = 15.0  # per example, on a shared 2-core machine
+BOUND_S = 15.0  # CPU seconds per example (process time: a busy machine's waits for a CPU do not count)
 DATA = Path(__file__).parent / "data"
 LOGS = sorted((DATA / "logs").glob("*.log"))
 
@@ -61,13 +61,13 @@ KTC = st.one_of(st.just('{"kv_connector":"LMCacheConnectorV1"}'),
 
 
 def _bounded(fn, *args, **kw):
-    t0 = time.monotonic()
+    t0 = time.process_time()
     try:
         return fn(*args, **kw)
     except KvplanError:
         return None
     finally:
-        assert time.monotonic() - t0 < BOUND_S, f"{fn.__name__} took {time.monotonic() - t0:.1f} s"
+        assert time.process_time() - t0 < BOUND_S, f"{fn.__name__} took {time.process_time() - t0:.1f} s"
 
 
 @st.composite
@@ -234,13 +234,13 @@ def test_command_lines(argv, tail):
     if "cleanup" in argv or "--url" in argv:  # the fuzzer never acts on the machine or the network
         return
     err, out = io.StringIO(), io.StringIO()
-    t0 = time.monotonic()
+    t0 = time.process_time()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             code = main([*argv, *tail])
         except SystemExit as e:  # argparse usage errors
             code = e.code if isinstance(e.code, int) else 2
-    assert time.monotonic() - t0 < BOUND_S
+    assert time.process_time() - t0 < BOUND_S
     assert code in (0, 1, 2) and "internal error" not in err.getvalue() and "Traceback" not in err.getvalue(), \
         (argv, err.getvalue()[-500:])
 

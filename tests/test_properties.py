@@ -26,20 +26,33 @@ token = st.one_of(st.sampled_from(FLAG_WORDS), st.text(max_size=12),
                                                      ["sglang", "serve"], ["FOO=1", "python3", "-m",
                                                                            "sglang.launch_server"]]))
 def test_command_parser_never_crashes(tokens, prefix):
+    # the launcher is recognised whatever follows it: its env prefix, program and flags split where they are
+    cmd = split_command([*prefix, *tokens])
+    assert cmd.env == ({"FOO": "1"} if prefix[0] == "FOO=1" else {})
+    kept = tuple(t for t in tokens if t not in ("\\", "\\\n", "") and t.strip() != "\\")  # minus continuations
+    assert cmd.program == tuple(t for t in prefix if t != "FOO=1") and cmd.args == kept
     try:
-        cmd = split_command([*prefix, *tokens])
         parse_sglang(cmd)
-    except KvplanError:
-        pass
+    except KvplanError as e:  # a bad flag value is the CLI's one line, never a traceback
+        _one_line(e)
+
+
+def _one_line(e: KvplanError) -> None:
+    msg = str(e)
+    assert msg.strip() and "\n" not in msg and "Traceback" not in msg, msg
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_command_string_parser_never_crashes(text):
     try:
-        split_command(text)
-    except KvplanError:
-        pass
+        cmd = split_command(text)
+    except KvplanError as e:  # empty, unbalanced quotes, only variables: one line
+        _one_line(e)
+        return
+    # what it split is the whole command: env prefixes (and wrappers), then the program, then its flags
+    assert cmd.program and cmd.argv[len(cmd.argv) - len(cmd.program) - len(cmd.args):] == cmd.program + cmd.args
+    assert all(f"{k}={v}" in cmd.argv for k, v in cmd.env.items())
 
 
 json_value = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats() | st.text(max_size=8),

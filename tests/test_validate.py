@@ -72,7 +72,7 @@ def test_sizes_are_bounded_below_2_to_60():
 def test_bad_flag_and_env_values_name_the_field(cmd, field):
     """Refused either as a one-line KvplanError (exit 2) or, when the engine's own argparse would refuse the value
     too (``type=int`` for "inf", a flag that version no longer has), as an error finding naming the flag (exit 1)."""
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time: the work done, not the waits of a busy machine
     try:
         res = check(cmd, engine_version="0.10.0" if cmd[0] == "vllm" or "vllm" in cmd else None, **HW)
     except KvplanError as e:
@@ -80,7 +80,7 @@ def test_bad_flag_and_env_values_name_the_field(cmd, field):
     else:
         errors = [f for f in res.findings if f.severity == "error" and f.id.startswith("flag-")]
         assert errors and field in errors[0].message, [f.to_dict() for f in res.findings]
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
 
 
 @pytest.mark.parametrize("opt, value", [("weights_gib", float("inf")), ("free_gib", float("inf")),
@@ -133,11 +133,11 @@ DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
 ])
 def test_bad_config_fields_name_the_field(base, change, field):
     cfg = json.loads(json.dumps({**base, **change}))
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time: the work done, not the waits of a busy machine
     with pytest.raises(KvplanError) as e:
         spec_from_config(cfg, name="fuzz")
     assert field in str(e.value), str(e.value)
-    assert time.monotonic() - t0 < 1
+    assert time.process_time() - t0 < 1
 
 
 def test_kv_heads_are_never_silently_replaced():

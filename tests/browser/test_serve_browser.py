@@ -16,6 +16,7 @@ import pytest
 
 from tests.browser.conftest import ARTIFACTS
 from tests.conftest import INCIDENT_HW, run_cli
+from tests.waits import readline
 
 pytestmark = pytest.mark.slow
 CELL = (512 + 64) * 61 * 2  # Kimi-K2.5 MLA: (kv_lora_rank + rope dim) x 61 layers x 2 B, one copy per rank
@@ -26,7 +27,7 @@ def server() -> Iterator[str]:
     p = subprocess.Popen([sys.executable, "-m", "kvplan", "serve", "--port", "0"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        line = p.stdout.readline()
+        line = readline(p.stdout, 120)
         assert line.startswith("kvplan serve: http://127.0.0.1:"), line
         yield line.split()[2]
     finally:

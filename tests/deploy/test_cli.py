@@ -34,7 +34,7 @@ def test_repeatable_directory_and_stdin(tmp_path):
     assert [x["workload"] for x in d["deployments"]] == ["Deployment/sglang-kimi", "Deployment/vllm-llama-offload"]
     assert code == 1  # the vLLM pod's shm-too-small
     p = subprocess.run([sys.executable, "-m", "kvplan", "check", "-f", "-", "--json"], capture_output=True,
-                       text=True, timeout=60, input=(DATA / "incident-fixed-pod.yaml").read_text())
+                       text=True, timeout=600, input=(DATA / "incident-fixed-pod.yaml").read_text())
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["deployments"][0]["source"] == "stdin"
 

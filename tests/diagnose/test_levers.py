@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan import check
 from kvplan.diagnose.run import diagnose
 
 VLLM_CMD = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.85 --max-model-len 8192"
@@ -33,9 +32,10 @@ def test_vllm_gpu_utilization_steps_are_anchored(tmp_path):
     cur = res.lever("current")
     assert cur.kv_tokens == 100_000 and cur.command == VLLM_CMD
     step = res.lever("gpu-util 0.88")
-    plan = {u: check(VLLM_CMD.replace("0.85", u), engine_version="0.11.0", **GPU).plan.per_replica.kv_tokens
-            for u in ("0.85", "0.88")}
-    assert step.kv_tokens == 100_000 + plan["0.88"] - plan["0.85"]  # the plan's delta on the observed pool
+    # the step adds 3 % of the GPU's memory as vLLM sees it (torch's total of an H100: 81,090 MiB) on the observed
+    # pool, at 147,456 B per token (Qwen3-8B: 36 layers x 8 KV heads x 128 x K+V x 2 B): 17,299.2 tokens, in whole
+    # blocks of 16
+    assert abs(step.kv_tokens - 100_000 - 0.03 * 81_090 * 2**20 / 147_456) < 16
     assert "--gpu-memory-utilization 0.88" in step.command
     assert res.lever("fp8 KV").kv_tokens == pytest.approx(200_000, rel=0.01)
     reps = res.lever("2 replicas")  # TP1 on the launch's own GPU: a second launch of it, on one more GPU

@@ -105,8 +105,14 @@ def test_usage_pct_of_v1_cpu_line_is_the_device_pool():
                                   "Avg generation throughput: nan tokens/s", "\x00\xff" * 100, "Running: 5 reqs",
                                   "Prefill batch, " + "#a: 1, " * 5000, None, 42])
 def test_never_raises(junk):
-    parse_line(junk)  # type: ignore[arg-type]
-    parse_samples([junk, "Decode batch. #running-req: 1, #queue-req: 0"])  # type: ignore[list-item]
+    # junk gives no number (at most a sample of its kind with every figure unknown: "nan" is not a throughput) ...
+    s = parse_line(junk)  # type: ignore[arg-type]
+    numbers = ("running", "queued", "usage", "gen_tps", "prompt_tps", "tokens", "preemptions", "prefix_hit")
+    assert s is None or all(getattr(s, k) is None for k in numbers), s
+    # ... and the good line after it is still read
+    got = parse_samples([junk, "Decode batch. #running-req: 1, #queue-req: 0"])  # type: ignore[list-item]
+    assert [(x.running, x.queued) for x in got if x.running is not None or x.queued is not None] == [(1, 0)]
+    assert got[-1].kind == "decode" and len(got) == (1 if s is None else 2)
 
 
 def test_a_new_launch_restarts_the_samples():

@@ -44,7 +44,7 @@ def request(url: str, body: Any = None, raw: bytes | None = None, headers: dict[
     h.update(headers or {})
     req = urllib.request.Request(url, data=data, headers=h, method=method)
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
+        with urllib.request.urlopen(req, timeout=600) as r:
             status, payload, hdrs = r.status, r.read(), r.headers
     except urllib.error.HTTPError as e:
         status, payload, hdrs = e.code, e.read(), e.headers

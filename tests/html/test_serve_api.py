@@ -1,6 +1,10 @@
-"""``kvplan serve``'s API: /api/plan returns what ``kvplan check --json`` prints for the same inputs (the CLI run as
-a user runs it is the ground truth), sliders are flags of the effective command, bad input is the CLI's one line
-with HTTP 400, and the guards (host, origin, JSON only, bounded body, no path read) hold."""
+"""``kvplan serve``'s API: /api/plan returns what ``kvplan check --json`` prints for the same inputs, sliders are
+flags of the effective command, bad input is the CLI's one line with HTTP 400, and the guards (host, origin, JSON
+only, bounded body, no path read) hold.
+
+The tests named ``consistency`` compare the server with the CLI run as a user runs it: they prove the two front doors
+give one answer, not that the answer is right (the plan's figures are checked against engines, real logs and hand
+arithmetic in tests/sglang, tests/vllm, tests/integration and the golden records)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ def cli_json(cmd: list[str], *hw: str) -> dict:
     return json.loads(out)
 
 
-def test_api_plan_is_check_json(url):
+def test_consistency_api_plan_is_check_json(url):
     status, d, hdrs = request(url + "/api/plan", INCIDENT)
     assert status == 200 and hdrs["Content-Type"] == "application/json"
     assert d == cli_json(INCIDENT_CMD, *INCIDENT_HW)
@@ -48,7 +52,7 @@ def test_sliders_are_the_flags_of_the_effective_command(url):
     assert abs(d["per_rank"]["kv_tokens"] - lo["kv_tokens"] - 0.03 * p / ((512 + 64) * 61 * 2)) <= 2
 
 
-def test_vllm_command_and_its_sliders(url):
+def test_consistency_vllm_command_and_its_sliders(url):
     cmd = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "2"]
     body = {"command": shlex.join(cmd), "gpu": "h100", "host_mem_gib": 1024, "engine_version": "0.27.0",
             "set": {"fraction": 0.85, "fp8_kv": True, "max_running": 128, "host_kv": 64}}
@@ -61,10 +65,10 @@ def test_vllm_command_and_its_sliders(url):
                          "0.27.0")
 
 
-def test_view_returns_the_plan_and_its_charts(url):
+def test_consistency_view_returns_the_plan_and_its_charts(url):
     status, j, _ = request(url + "/api/view", INCIDENT)
     assert status == 200 and set(j) == {"plan", "html", "sliders"}
-    assert j["plan"]["per_rank"]["kv_tokens"] == 271_439 or j["plan"] == cli_json(INCIDENT_CMD, *INCIDENT_HW)
+    assert j["plan"] == cli_json(INCIDENT_CMD, *INCIDENT_HW)  # the same plan as the CLI's, figure for figure
     assert 'id="gpu-chart"' in j["html"] and "2.40 TB (2,235 GiB)" in j["html"]
 
 
@@ -136,7 +140,7 @@ def test_body_limit(url):
 
     from kvplan.serve.app import MAX_BODY, BadRequest, _read_json
 
-    conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=30)
+    conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=600)
     conn.request("POST", "/api/plan", body=b"{}", headers={"Content-Type": "application/json",
                                                             "Content-Length": str(MAX_BODY + 1)})
     r = conn.getresponse()
@@ -153,7 +157,7 @@ def test_body_limit(url):
     # a fresh thread: another test's Playwright (sync API) may leave an event loop running in this one
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool, pytest.raises(BadRequest) as e:
-        pool.submit(asyncio.run, _read_json(Streamed())).result(timeout=60)
+        pool.submit(asyncio.run, _read_json(Streamed())).result(timeout=600)
     assert e.value.status == 413
 
 

@@ -14,14 +14,15 @@ import psutil
 
 from tests.conftest import INCIDENT_CMD, run_cli
 from tests.html.serve_helpers import request
+from tests.waits import readline
 
 
 def test_serve_answers_on_loopback_only():
     p = subprocess.Popen([sys.executable, "-m", "kvplan", "serve", "--port", "0"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        line = p.stdout.readline()
-        assert line.startswith("kvplan serve: http://127.0.0.1:"), line + p.stderr.read()
+        line = readline(p.stdout, 120)
+        assert line.startswith("kvplan serve: http://127.0.0.1:"), line
         url = line.split()[2].rstrip("/")
         port = int(url.rsplit(":", 1)[1])
         deadline = time.monotonic() + 30
@@ -62,7 +63,7 @@ def test_port_in_use_is_one_line():
 def test_missing_serve_extra_is_one_line():
     code = ("import sys; sys.modules['starlette'] = None\n"
             "from kvplan.cli.main import main\nsys.exit(main(['serve', '--port', '0']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and p.stderr.strip() == ("kvplan: error: kvplan serve needs starlette, which is not "
                                                       "installed (pip install 'kvplan[serve]')")
     assert json.dumps(p.stdout) == '""'

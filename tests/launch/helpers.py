@@ -48,6 +48,30 @@ class Run:
     def phases(self) -> list[str]:
         return [e["phase"] for e in self.events if e["event"] == "phase"]
 
+    def spawned(self) -> float:
+        """An upper bound of kvplan's own t = 0 on CLOCK_MONOTONIC: the fork of the launched command (its start time
+        in /proc, in clock ticks since boot), which kvplan does after it sets t = 0. ``spawned() + event["t"]`` is
+        then no earlier than the event itself, so a latency computed from it is never understated."""
+        assert self.pids, "the launched command recorded no pid"
+        start_ticks = self.pids[0][1]  # the root records itself first
+        boot_minus_mono = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+        return (start_ticks + 1) / os.sysconf("SC_CLK_TCK") - boot_minus_mono  # +1 tick: the stamp's resolution
+
+    def at(self, kind: str) -> float:
+        """When event *kind* happened on CLOCK_MONOTONIC (an upper bound: see spawned), comparable with the fault
+        programs' ``t=`` stamps."""
+        ev = self.event(kind)
+        assert ev is not None, (kind, self.events)
+        return self.spawned() + ev["t"]
+
+    def crossed(self, mib: float) -> float | None:
+        """When a single allocating process of the fault passed *mib* (its own stamp), or None if it never did."""
+        for line in self.log.splitlines():
+            m = re.search(r"allocated (\d+) MiB t=(\d+\.\d+)", line)
+            if m and int(m.group(1)) >= mib:
+                return float(m.group(2))
+        return None
+
     def stamps(self, pattern: str) -> list[float]:
         """CLOCK_MONOTONIC stamps ``t=...`` of the log lines matching *pattern*."""
         return [float(m.group(1)) for line in self.log.splitlines() if re.search(pattern, line)
@@ -86,12 +110,12 @@ def shm_names(d: str = "/dev/shm") -> set[str]:
         return set()
 
 
-def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0, env: dict | None = None,
-           signals: list[tuple[float, int]] = ()) -> Run:
-    """``kvplan launch --plain --events E --log L ARGS -- COMMAND`` in a private PID namespace; *signals*: (delay s,
-    signum) sent to kvplan (through the namespace's init, which forwards them), the delay counted from when the
-    launched command has started (a fault program records its pid): kvplan installs its handlers before it starts
-    the command, so a loaded machine's slow start cannot race them."""
+def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 600.0, env: dict | None = None,
+           signals: list[tuple[str, int]] = ()) -> Run:
+    """``kvplan launch --plain --events E --log L ARGS -- COMMAND`` in a private PID namespace; *signals*: (log
+    pattern, signum) sent to kvplan (through the namespace's init, which forwards them) one after the other, each
+    once the server log shows its pattern: a state, not a delay, so a loaded machine's slow start cannot race them
+    (kvplan installs its handlers before it starts the command)."""
     tmp.mkdir(parents=True, exist_ok=True)
     for name in ("pids", "events.jsonl", "server.log", "nsinit.json"):
         (tmp / name).unlink(missing_ok=True)
@@ -103,17 +127,16 @@ def launch(tmp: Path, args: list[str], command: list[str], timeout: float = 30.0
     t0 = time.monotonic()
     p = subprocess.Popen([*PIDNS, *KVPLAN, "launch", "--plain", "--events", str(ev), "--log", str(log), *args, "--",
                           *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    init = child_of(p.pid) if signals else None
-    t_cmd = t0
-    if signals:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and p.poll() is None and not (tmp / "pids").exists():
+    init = child_of(p.pid, timeout) if signals else None
+    end = time.monotonic() + timeout
+    for pattern, sig in signals:
+        while p.poll() is None and not (log.exists() and re.search(pattern, log.read_text(errors="replace"))):
+            if time.monotonic() > end:
+                p.kill()
+                raise AssertionError(f"the server log never showed {pattern!r} within {timeout} s")
             time.sleep(0.01)
-        t_cmd = time.monotonic()
-    for delay, sig in signals:
-        time.sleep(max(0.0, t_cmd + delay - time.monotonic()))
-        if init:
-            os.kill(init, sig)
+        assert init, "the namespace's init was not found"
+        os.kill(init, sig)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -150,7 +173,7 @@ def kvtest_segments(pids: set[int], d: str = "/dev/shm") -> list[str]:
     return [f"{d}/{n}" for n in shm_names(d) if n.startswith("psm_kvtest_") and int(n.split("_")[2]) in pids]
 
 
-def cleanup_cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60.0) -> tuple[int, str]:
+def cleanup_cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 600.0) -> tuple[int, str]:
     """``kvplan cleanup ARGS`` in a private PID namespace (it sees nothing but itself there)."""
     p = subprocess.run(["unshare", "-pf", "--mount-proc", *KVPLAN, "cleanup", *args], capture_output=True, text=True,
                        env=env or env_for(tmp),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def reap() -> None:
 
 def cleanup(env: dict, *args: str, prefix: tuple[str, ...] = ()) -> dict:
     t0 = time.monotonic()
-    p = subprocess.run([*prefix, *KVPLAN, "cleanup", *args], capture_output=True, text=True, env=env, timeout=120,
+    p = subprocess.run([*prefix, *KVPLAN, "cleanup", *args], capture_output=True, text=True, env=env, timeout=600,
                        stdin=subprocess.DEVNULL)
     return {"code": p.returncode, "out": p.stdout + p.stderr, "s": round(time.monotonic() - t0, 3)}
 
@@ -197,7 +198,8 @@ def crashed(tmp: Path) -> dict:
     env = env_for(tmp)
     kv = start_launch(tmp, fault("alloc_steps.py", "--max-mib", "16", "--shm-mib", "8", "--workers", "2"), env,
                       n_procs=3, shm=True)
-    wait_for(lambda: len(fault_pids(tmp)) == 3)
+    if not wait_for(lambda: len(fault_pids(tmp)) == 3, 60):
+        raise RuntimeError(f"the fault's 3 processes did not all start: {fault_pids(tmp)}")
     lid = state_files(tmp)[0]["id"]
     launched = fault_pids(tmp)
     clean = {k: v for k, v in env.items() if not k.startswith("FAULT_")}
@@ -295,10 +297,10 @@ def launch_in_child_namespace(tmp: Path) -> dict:
     obs["inner_kvplan_found"] = kvp is not None
     if kvp:
         os.kill(kvp, signal.SIGKILL)
-        wait_for(lambda: not alive(kvp), 10)
+        wait_for(lambda: not alive(kvp), 60)  # the observations below show if it did not
     obs["yes_dead"] = cleanup(env, "--yes")
     reap()
-    wait_for(lambda: not marked(lid), 10)
+    wait_for(lambda: not marked(lid), 60)  # marked_after_dead shows if it did not
     obs["marked_after_dead"] = marked(lid)
     obs["shm_after_dead"] = sorted(os.listdir(tmp / "shm"))
     return obs
@@ -387,7 +389,9 @@ def hostile_state_files(tmp: Path) -> dict:
                                f"import mmap, time\nf = open({str(shm / 'psm_mapped')!r}, 'r+b')\n"
                                "m = mmap.mmap(f.fileno(), 4096)\nprint('mapped', flush=True)\ntime.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
-    mapper.stdout.readline()  # mapped, in a nested PID namespace
+    # mapped, in a nested PID namespace (a line, or a loud failure after 60 s: never a read that can hang)
+    assert select.select([mapper.stdout], [], [], 60)[0] and mapper.stdout.readline().strip() == "mapped", \
+        "the mapper did not map its segment within 60 s"
     rec = lambda lid, shm_list, **kw: state_record(tmp, lid, [], shm_list, **kw)  # noqa: E731
     files = {
         "bad-json": "{not json", "a-list": "[1, 2, 3]", "deep": "[" * 200_000 + "]" * 200_000,

@@ -24,7 +24,7 @@ TINY = Path(__file__).resolve().parents[1] / "data" / "tiny" / "llama_gqa"
 def test_refuses_the_incident_command_without_starting_it(tmp_path):
     log = tmp_path / "server.log"
     p = subprocess.run([*KVPLAN, "launch", "--log", str(log), *INCIDENT_HW, "--", *INCIDENT_CMD], capture_output=True,
-                       text=True, timeout=60, env=env_for(tmp_path))
+                       text=True, timeout=600, env=env_for(tmp_path))
     assert p.returncode == 1, p.stderr
     assert "refusing to launch" in p.stderr and "--hicache-size" in p.stderr  # the suggested command
     assert "host-oversubscribed" in p.stdout  # the check's report
@@ -56,7 +56,7 @@ def test_health_urls_from_the_command():
 
 def test_json_streams_the_events(tmp_path):
     p = subprocess.run([*PIDNS, *KVPLAN, "launch", "--json", "--host-budget-gib", "0.3", "--log", str(tmp_path / "l"),
-                        "--", *fault("alloc_steps.py")], capture_output=True, text=True, timeout=60,
+                        "--", *fault("alloc_steps.py")], capture_output=True, text=True, timeout=600,
                        env=env_for(tmp_path))
     events = [json.loads(x) for x in p.stdout.splitlines()]
     assert p.returncode == 3 and events[0] == {**events[0], "event": "phase", "phase": "start"}

@@ -16,26 +16,29 @@ from tests.launch.helpers import KVPLAN, PIDNS, env_for
 def test_fifo_log_and_events_are_refused_without_starting(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for flag in ("--log", "--events"):
-        t0 = time.monotonic()
+    for flag in ("--log", "--events"):  # an open() of the FIFO would block for ever: the run's timeout catches it
         p = subprocess.run([*PIDNS, *KVPLAN, "launch", flag, str(fifo), "--", "touch", str(tmp_path / "started")],
-                           capture_output=True, text=True, timeout=30, env=env_for(tmp_path))
+                           capture_output=True, text=True, timeout=600, env=env_for(tmp_path))
         assert p.returncode == 2 and "not a regular file" in p.stderr, (flag, p.stderr)
-        assert time.monotonic() - t0 < 10 and not (tmp_path / "started").exists()
+        assert not (tmp_path / "started").exists()
     for args in (["explain", str(fifo)], ["diagnose", "--log", str(fifo)]):
-        p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=30)
+        p = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=600)
         assert p.returncode == 2 and "not a regular file" in p.stderr, (args, p.stderr)
 
 
 def test_state_log_and_events_hold_no_secret_and_are_private(tmp_path):
     env = env_for(tmp_path)
     env["NSINIT_REPORT"] = str(tmp_path / "nsinit.json")
-    cmd = ["HF_TOKEN=hf_secret_1", "python3", "-c", "import time; time.sleep(3)", "--api-key", "sk-secret-2"]
+    # the server runs until the test has read the running launch's state file (it creates "go"), at most 120 s
+    go = tmp_path / "go"
+    code = ("import os, sys, time\nend = time.monotonic() + 120\n"
+            "while not os.path.exists(sys.argv[1]) and time.monotonic() < end:\n    time.sleep(0.05)")
+    cmd = ["HF_TOKEN=hf_secret_1", "python3", "-c", code, str(go), "--api-key", "sk-secret-2"]
     p = subprocess.Popen([*PIDNS, *KVPLAN, "launch", "--plain", "--events", str(tmp_path / "ev.jsonl"), "--", *cmd],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     states, seen = tmp_path / "state", None
-    end = time.monotonic() + 20
-    while time.monotonic() < end and seen is None:
+    end = time.monotonic() + 120
+    while time.monotonic() < end and seen is None and p.poll() is None:
         for f in states.glob("*.json") if states.exists() else []:
             try:
                 data = json.loads(f.read_text())
@@ -44,8 +47,10 @@ def test_state_log_and_events_hold_no_secret_and_are_private(tmp_path):
             if data.get("status") == "running":
                 seen = (f, data, os.stat(f).st_mode & 0o777, os.stat(states).st_mode & 0o777)
         time.sleep(0.05)
-    out, err = p.communicate(timeout=30)
+    go.touch()
+    out, err = p.communicate(timeout=600)
     assert p.returncode == 0, (out, err)
+    assert seen, "no state file of the running launch was seen"
     f, data, file_mode, dir_mode = seen
     text = json.dumps(data)
     assert "sk-secret-2" not in text and "hf_secret_1" not in text and "<redacted>" in text, text
@@ -77,7 +82,7 @@ def test_internal_error_stops_the_tree_and_finishes_the_state(tmp_path):
     env["NSINIT_REPORT"] = str(tmp_path / "nsinit.json")
     p = subprocess.run([*PIDNS, sys.executable, "-c", SCRIPT, "launch", "--plain", "--log", str(tmp_path / "l"),
                         "--", sys.executable, "-c", "import os, time; os.fork(); time.sleep(60)"],
-                       capture_output=True, text=True, timeout=60, env=env)
+                       capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode != 0 and "a bug in the watchdog" in p.stderr, (p.stdout, p.stderr)
     left = json.loads((tmp_path / "nsinit.json").read_text())["left"]
     assert left == [], left  # both processes were stopped before the error went up
@@ -91,12 +96,11 @@ def test_force_starts_the_command_whatever_the_numbers(tmp_path):
     env = env_for(tmp_path)
     for bad in (["--mem-fraction-static", "nan"], ["--hicache-size", "inf"], ["--context-length", "1e400"]):
         cmd = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", *bad]
-        t0 = time.monotonic()
         p = subprocess.run([*PIDNS, *KVPLAN, "launch", "--force", "--plain", "--gpu", "h100", "--host-mem-gib", "64",
-                            "--ready-timeout", "30", "--", *cmd], capture_output=True, text=True, timeout=60, env=env)
+                            "--ready-timeout", "600", "--", *cmd], capture_output=True, text=True, timeout=300, env=env)
         # refused by kvplan's validation ("launching unchecked"), or a flag-bad-value error finding where SGLang's
         # own argparse refuses the value too (type=int for --hicache-size inf): either way the preflight fails
         refused = "launching unchecked (--force)" in p.stdout or "preflight (kvplan check): FAIL" in p.stdout
         assert refused and bad[0] in p.stdout, (bad, p.stdout, p.stderr)
+        # ended by the server's own exit, not by the 600 s ready timeout
         assert p.returncode == 1 and "exited by itself with code 1" in p.stdout, (bad, p.stdout, p.stderr)
-        assert time.monotonic() - t0 < 30

@@ -1,9 +1,8 @@
 """The five fault programs, 20 rounds in a row: every run ends with its reason, and over the 100 runs no process,
-no state file and no /dev/shm segment is leaked. Slow (about 84 s plus a baseline): it runs with the slow suite (CI
-runs all).
+no state file and no /dev/shm segment is leaked. Slow (about 100 s): it runs with the slow suite (CI runs
+all).
 
-Each launch runs in its own PID namespace with private state and shm directories (tests/launch/helpers.py), and
-the time bound is relative to a plain launch measured in the same run.
+Each launch runs in its own PID namespace with private state and shm directories (tests/launch/helpers.py).
 
 It used to fail (3 of 7 runs, exit 143, "the server exited by itself") when other work ran on the machine: a
 process outside the launch SIGTERMed its server while its kvplan lived. The rules that could select a healthy launch
@@ -12,12 +11,14 @@ stopped processes chosen by session id, ancestry, and markers whose owner it cou
 written: other sessions' old test_cleanup SIGTERMed this branch's launches, whose marker had no owner tag: exit
 143); and a supervisor trusted its session id and process group after reaping its root (pid_max is 32768 here). The
 old code next to 17 runs of the old test_cleanup in a private namespace gave 100/100 right reasons, but 2.56 s per
-run against the fixed 2.0 s bound at load 6-8: the other way this test failed when the machine was busy."""
+run against a fixed 2.0 s bound on the test's wall clock at load 6-8: the other way this test failed when the machine
+was busy. The time bounds are now kvplan's own, read on its event clock and the faults' stamps (as in
+test_faults.py): each abort within 2 s of its condition, each stop within its grace + 1 s; how long the machine takes
+to start interpreters is not judged."""
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,22 @@ CASES = [
     ("ready-timeout", ["--ready-timeout", "0.4", "--grace", "0.2"], ("ignore_term.py",)),
     ("host-memory", ["--host-budget-gib", "0.3"], ("double_fork.py", "--clean-env")),
     ("rank-died", [], ("defunct_worker.py", "--life", "0.35")),
-    ("stall", ["--stall-timeout", "0.3"], ("silent_climb.py",)),
+    ("stall", ["--stall-timeout", "1"], ("silent_climb.py",)),  # 1 s: more than a busy machine's interpreter start
 ]
+MAX_LATENCY_S = 2.0  # from the condition to kvplan's abort (test_faults.py)
+
+
+def _late(run, reason: str) -> float | None:
+    """Seconds from the fault's condition to kvplan's abort, on the processes' own clocks (None: the condition has
+    no stamp, e.g. a budget crossing the prediction stopped before it happened)."""
+    if reason == "ready-timeout":
+        return run.event("abort")["t"] - 0.4  # kvplan's clock from the spawn
+    if reason == "host-memory":
+        crossed = run.crossed(0.3 * 1024 - 32)
+        return None if crossed is None else run.at("abort") - crossed
+    if reason == "rank-died":
+        return run.at("abort") - run.stamps("illegal memory access")[0]
+    return run.at("abort") - (run.stamps("Capture cuda graph begin")[0] + 1.0)  # stall
 
 
 def _marked(ids: set[str]) -> set[int]:
@@ -62,21 +77,9 @@ def _zombie_children() -> list[int]:
     return out
 
 
-def _baseline_s(tmp_path) -> float:
-    """What one `kvplan launch -- true` takes on this machine now (interpreter start-up, preflight, namespace):
-    the time bound below is relative to it, so the test measures kvplan, not the machine's load."""
-    took = []
-    for i in range(3):
-        run = launch(tmp_path / f"base{i}", [], ["true"])
-        assert run.code == 0, run.err
-        took.append(run.ended - run.started)
-    return sorted(took)[1]
-
-
 @pytest.mark.slow
 def test_twenty_rounds_leak_nothing(tmp_path):
-    base = _baseline_s(tmp_path)
-    t0, reasons, ids, pids, dirs = time.monotonic(), [], set(), set(), []
+    reasons, ids, pids, dirs, late, stops = [], set(), set(), [], [], []
     for i in range(ROUNDS):
         for j, (reason, args, prog) in enumerate(CASES):
             run = launch(tmp_path / f"r{i}-{j}", args, fault(*prog))
@@ -86,13 +89,15 @@ def test_twenty_rounds_leak_nothing(tmp_path):
             dirs.append(run.shm_dir)
             assert run.code == 3 and run.reason == reason, (i, prog, run.out, run.err)
             assert not left_behind(run), (i, prog, left_behind(run))
-    took = time.monotonic() - t0
+            grace = float(args[args.index("--grace") + 1]) if "--grace" in args else 1.0
+            stops.append((run.event("exit")["stop_s"], grace, prog[0]))
+            late.append((_late(run, reason), prog[0]))
     assert reasons == [c[0] for c in CASES] * ROUNDS
     assert len(ids) == ROUNDS * len(CASES)
     assert not _marked(ids)
     assert not [seg for d in dirs for seg in kvtest_segments(pids, d)]
     assert not list(tmp_path.glob("*/state/*.json")), "state files of finished launches must be removed"
     assert not _zombie_children()
-    # each fault ends within ~1 s of its start (timeouts 0.3-0.4 s, grace 0.2-1 s) on top of a plain launch
-    assert took / (ROUNDS * len(CASES)) < max(2.0, base + 1.5), f"{took:.1f} s for {ROUNDS * len(CASES)} runs " \
-        f"(a plain launch: {base:.2f} s)"
+    # kvplan's own part of each run: the abort within 2 s of its condition, the stop within the grace + 1 s
+    assert all(x is None or x <= MAX_LATENCY_S for x, _ in late), [x for x in late if x[0] and x[0] > MAX_LATENCY_S]
+    assert all(s <= g + 1.0 for s, g, _ in stops), [x for x in stops if x[0] > x[1] + 1.0]

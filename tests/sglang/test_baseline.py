@@ -26,6 +26,9 @@ CUDA_CONTEXT_LOGS = [
     (93.584, 92.50, 0), (79.647, 78.43, 0.09),
 ]
 CTX = median(t - f - c for t, f, c in CUDA_CONTEXT_LOGS)
+# communicators of the NVSwitch logs, GiB: 2.01 and 1.25 (printed), then total - T - context for the H200 PP4 log,
+# the TP16 log on 2 nodes and the H20 TP8 log
+NVSWITCH_COMM = [2.01, 1.25, 140.401 - 137.92 - CTX, 140.401 - 138.09 - CTX, 95.577 - 93.56 - CTX]
 
 
 def test_cuda_tp1_is_the_mean_context_of_the_logs():
@@ -36,11 +39,9 @@ def test_cuda_tp1_is_the_mean_context_of_the_logs():
 
 
 def test_nvswitch_tp8_adds_the_mean_communicators():
-    # communicators of the NVSwitch logs: 2.01 and 1.25 (printed), then total - T - context for the H200 PP4 log,
-    # the TP16 log on 2 nodes and the H20 TP8 log; TP does not scale it (8 == 4 == 2)
-    comm = [2.01, 1.25, 140.401 - 137.92 - CTX, 140.401 - 138.09 - CTX, 95.577 - 93.56 - CTX]
+    # the median of the NVSwitch logs' communicators (NVSWITCH_COMM); TP does not scale it (8 == 4 == 2)
     e8 = baseline_overhead("NVIDIA H200", 8)
-    assert e8.value_gib == pytest.approx(CTX + median(comm), abs=0.005)
+    assert e8.value_gib == pytest.approx(CTX + median(NVSWITCH_COMM), abs=0.005)
     assert baseline_overhead("NVIDIA H200", 2).value_bytes == e8.value_bytes
 
 
@@ -91,6 +92,7 @@ def test_every_log_inside_its_band_and_held_out_logs_close():
 def test_plan_uses_the_baseline():
     r = check(["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-70B", "--tp", "8",
                "--mem-fraction-static", "0.85"], gpu="h200", host_mem_gib=1000, engine_version="0.5.9")
-    expected = 143771 * 2**20 - baseline_overhead("NVIDIA H200", 8).value_bytes
-    assert r.plan.per_rank.static.baseline_free_bytes == expected
+    # H200: 143,771 MiB of memory.total (nvidia-smi), less the context and the NVSwitch communicators of the logs
+    expected_gib = 143771 / 1024 - (CTX + median(NVSWITCH_COMM))
+    assert r.plan.per_rank.static.baseline_free_bytes / GiB == pytest.approx(expected_gib, abs=0.005)
     assert any("context and communicators" in a for a in r.plan.assumptions)

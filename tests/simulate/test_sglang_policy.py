@@ -137,3 +137,68 @@ def test_hicache_writes_through_and_loads_back_a_retracted_prompt():
     assert r.host_hit == 1000 and r.cached == 0
     assert inst.cache.host_load_tokens == 1000
     assert [ext for _, ext, _ in inst.batch] == [1001 - 1000]  # prompt + 1 sampled token, minus the host hit
+
+
+# ---- boundaries: each test's numbers sit where a one-character change of the rule flips the answer --------------
+def test_admission_refuses_when_the_need_equals_the_budget_exactly():
+    # PrefillAdder.add_one_req: NO_TOKEN when total >= rem_total. Pool 8,000: the first request needs
+    # 1,000 + min(3,000, 4,096) = 4,000 < 8,000 and leaves 8,000 - 1,000 - 3,000 = 4,000; the second needs exactly
+    # 4,000 >= 4,000: refused, batch_is_full latched (with '>' it would be admitted)
+    inst = sglang(8_000)
+    a, b = req(1, 1000, 3000), req(2, 1000, 3000)
+    assert _admit(inst, a, b) == [a]
+    assert inst.full and list(inst.waiting) == [b]
+
+
+def test_admission_clips_the_remaining_output_of_a_candidate():
+    # max_new 10,000 is above SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (4,096): the candidate needs
+    # 1,000 + 4,096 = 5,096 < 6,000 and is admitted (unclipped it would need 11,000 >= 6,000)
+    inst = sglang(6_000)
+    a = req(1, 1000, 10_000)
+    assert _admit(inst, a) == [a]
+    assert not inst.waiting
+
+
+def test_requests_admitted_in_the_same_batch_reserve_their_clipped_max_new():
+    # pool 10,000, two requests of prompt 500, max_new 10,000: the first needs 500 + 4,096 = 4,596 < 10,000 and
+    # leaves 10,000 - 500 - 4,096 = 5,404; the second needs 4,596 < 5,404: both run (an unclipped reserve of
+    # 10,000 would leave nothing for the second)
+    inst = sglang(10_000)
+    a, b = req(1, 500, 10_000), req(2, 500, 10_000)
+    assert _admit(inst, a, b) == [a, b]
+
+
+def test_a_running_request_reserves_its_clipped_remaining_output():
+    # A (prompt 1,000, max_new 10,000) ran its prefill: gen 1, 9,999 left, clipped to 4,096; reserved
+    # 0.7 x 4,096 = 2,867.2. Pool 10,000 - 1,000 held = 9,000; B (1,000 + 3,000 = 4,000) against
+    # 9,000 - 2,867.2 = 6,132.8: admitted (unclipped: 9,000 - 0.7 x 9,999 = 2,000.7, refused)
+    inst = sglang(10_000)
+    a = req(1, 1000, 10_000)
+    _admit(inst, a)
+    inst.fire()
+    assert a.state == RUNNING and a.gen == 1 and inst.free_pages() == 9_000
+    assert inst._reserved() == pytest.approx(0.7 * 4096)
+    b = req(2, 1000, 3000)
+    assert _admit(inst, b) == [b]
+
+
+def test_the_running_reserve_is_scaled_by_the_new_token_ratio():
+    # A (prompt 1,000, max_new 3,000) runs with gen 1: 2,999 left x ratio 0.7 = 2,099.3 reserved. Pool 7,000 -
+    # 1,000 held = 6,000; B needs 500 + 3,000 = 3,500 < 6,000 - 2,099.3 = 3,900.7: admitted (without the ratio:
+    # 6,000 - 2,999 = 3,001 < 3,500, refused)
+    inst = sglang(7_000)
+    a = req(1, 1000, 3000)
+    _admit(inst, a)
+    inst.fire()
+    assert a.state == RUNNING and inst.free_pages() == 6_000 and inst.ratio == pytest.approx(0.7)
+    b = req(2, 500, 3000)
+    assert _admit(inst, b) == [b]
+    # and with the ratio decayed to its floor 0.098 the same pool admits a bigger one: 6,000 - 0.098 x 2,999 =
+    # 5,706.1 > 1,500 + 4,096 = 5,596
+    inst2 = sglang(7_000)
+    a2 = req(1, 1000, 3000)
+    _admit(inst2, a2)
+    inst2.fire()
+    inst2.on_decode_steps(10_000)
+    c = req(3, 1500, 10_000)
+    assert _admit(inst2, c) == [c]

@@ -96,3 +96,18 @@ def test_finished_requests_free_their_blocks_and_admit_the_next():
     assert done == [a]
     inst.schedule()
     assert [r for r, _ in inst.plan_pre] == [w] and w.state == PREFILLING
+
+
+def test_the_first_chunk_fits_but_the_whole_sequence_does_not():
+    # 48 blocks of 16, budget 512 tokens. A (300 tokens) takes ceil(300 / 16) = 19 blocks and 300 of the budget;
+    # B (500 tokens) would start with a 212-token chunk (ceil(212 / 16) = 14 blocks <= 29 free) but its whole
+    # sequence needs ceil(500 / 16) = 32 > 29 blocks: 0.20+ (full_sequence_must_fit) leaves it waiting, 0.10
+    # admits the chunk
+    new, old = vllm(48 * 16, budget=512), vllm(48 * 16, budget=512, version="0.10.2")
+    for inst in (new, old):
+        inst.waiting.extend([req(1, 300, 10), req(2, 500, 10)])
+        inst.schedule()
+    assert [(r.rid, n) for r, n in new.plan_pre] == [(1, 300)] and [r.rid for r in new.waiting] == [2]
+    assert new.aux_pages == 19
+    assert [(r.rid, n) for r, n in old.plan_pre] == [(1, 300), (2, 212)] and not old.waiting
+    assert old.aux_pages == 19 + 14

@@ -1,6 +1,7 @@
 """Allocates real memory step by step until killed, printing SGLang-style startup lines (a host pool being
 pinned). Options: --step-mib (16), --interval s (0.02), --workers N forked children that allocate too (0),
---shm-mib N: also a /dev/shm segment of N MiB (0), --max-mib N: stop growing there and wait (4096)."""
+--shm-mib N: also a /dev/shm segment of N MiB (0), --max-mib N: stop growing there and wait (4096),
+--until-available-mib N: grow only while the host's MemAvailable is above N MiB (0: no such floor), waiting there."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ interval = arg("--interval", 0.02)
 workers = int(arg("--workers", 0))
 shm_mib = int(arg("--shm-mib", 0))
 max_bytes = int(arg("--max-mib", 4096)) << 20
+floor = int(arg("--until-available-mib", 0)) << 20
+
+
+def available() -> int:
+    with open("/proc/meminfo") as f:
+        return next(int(x.split()[1]) << 10 for x in f if x.startswith("MemAvailable:"))
+
 
 record_pid()
 log("Init torch distributed begin.")
@@ -29,6 +37,9 @@ for _w in range(workers):
 log("Allocating 300.00 GB host memory for hierarchical KV cache.")
 n = 0
 while n * step < max_bytes:
+    if floor and available() <= floor:  # at the floor: hold, and grow again if the machine frees memory
+        time.sleep(interval)
+        continue
     keep.append(touch(step))
     n += 1
     print(f"allocated {n * step >> 20} MiB {mono()}", flush=True)  # per process (workers too)

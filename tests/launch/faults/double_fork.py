@@ -1,5 +1,6 @@
 """Double-forks a grandchild into a new session (setsid) and lets the middle process exit, so the grandchild is
-orphaned and outside the launch's session and process group; the grandchild then allocates memory step by step.
+orphaned and outside the launch's session and process group (the parent reaps the middle process, as a daemonizing
+launcher does); the grandchild then allocates memory step by step.
 --clean-env: the grandchild also re-executes itself with an empty environment (no inherited marker).
 --step-mib (16), --interval (0.02)."""
 
@@ -28,7 +29,8 @@ if "--grandchild" in sys.argv:
 
 record_pid()
 log("Init torch distributed begin.")
-if os.fork() == 0:
+middle = os.fork()
+if middle == 0:
     os.setsid()
     if os.fork() == 0:
         time.sleep(0.1)  # the middle process is gone by now: orphaned, re-parented
@@ -37,5 +39,9 @@ if os.fork() == 0:
             os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), "--grandchild", *sys.argv[1:]], env)
         grandchild()
     os._exit(0)
+# the classic daemonize: the parent reaps the middle process at once (one left defunct, never reaped, is the
+# signature of a dead rank, which kvplan rightly reports as rank-died once it has lived long enough: on a loaded
+# machine the middle process can live that long)
+os.waitpid(middle, 0)
 log("Load weight begin. avail mem=79.10 GB")
 sleep_forever()
