@@ -205,9 +205,12 @@ class Evaluation:
     @property
     def result(self) -> CheckResult:
         """What ``kvplan check`` returns for this launch (``result.to_dict()`` is check's JSON)."""
+        from kvplan.ledger import node_ledger
+
         s = self.suggestion
         return CheckResult(plan=self.plan, findings=self.findings, suggested_command=s.command,
-                           suggested_plan=s.plan, suggested_findings=s.findings, suggestion_note=s.note)
+                           suggested_plan=s.plan, suggested_findings=s.findings, suggestion_note=s.note,
+                           host_ledger=node_ledger(self.plan))
 
 
 def evaluate(command: Sequence[str] | str | LaunchCommand, options: PlanOptions) -> Evaluation:

@@ -7,9 +7,12 @@ Bytes are ints; ``*_gib`` fields in the JSON are derived at the edge.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kvplan.units import GiB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvplan.hostmem import HostLedger
 
 SCHEMA_VERSION = 1
 
@@ -298,6 +301,7 @@ class CheckResult:
     suggested_plan: Plan | None = None
     suggested_findings: tuple[Finding, ...] = ()  # the suggested command, checked: never an error (kvplan.suggest)
     suggestion_note: str | None = None  # why no suggested command is shown although findings proposed fixes
+    host_ledger: HostLedger | None = None  # every term of one node's host memory (kvplan.ledger.node_ledger)
 
     @property
     def verdict(self) -> str:
@@ -310,6 +314,8 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = {"schema_version": SCHEMA_VERSION, **self.plan.to_dict()}
+        if self.host_ledger is not None:
+            d["per_node"]["host_ledger"] = self.host_ledger.to_dict()
         d["findings"] = [f.to_dict() for f in self.findings]
         d["suggested_command"] = self.suggested_command
         if self.suggested_plan is not None:

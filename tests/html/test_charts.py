@@ -116,3 +116,23 @@ def test_many_nodes_and_ranks_are_bounded():
                "--nnodes", "4"], gpu="h200", gpus_per_node=8, nodes=4, host_mem_gib=2000,
               engine_version="0.5.9").to_dict()
     assert len(gpu_chart(d).rows) == 8 and len(host_chart(d).rows) == 4
+
+
+def test_ledger_bars_add_up_to_the_phases(incident):
+    from kvplan.report.html.ledger import ledger_chart
+
+    led = incident["per_node"]["host_ledger"]
+    c = ledger_chart(incident)
+    assert c is not None and [r.label for r in c.rows] == ["loading", "steady"]
+    load, steady = c.rows
+    assert load.total == led["loading_bytes"] and steady.total == led["steady_bytes"]
+    # the page cache is in the legend, not in a bar; the HiCache pools only in the steady bar (built after graphs)
+    assert "weights-page-cache" in {s.key for s in c.legend}
+    assert "weights-page-cache" not in {s.key for r in c.rows for s in r.segments}
+    assert "hicache" in {s.key for s in steady.segments} and "hicache" not in {s.key for s in load.segments}
+    # 8 × 300e9 B of pools against 449 GiB: the capacity mark at the node's memory, the rest in red
+    assert c.capacity is not None and c.capacity.at == 449 * GiB
+    assert c.over is not None and c.over.end == led["steady_bytes"] > 8 * 300e9
+    assert any("pinning 2.40 TB (2,235 GiB): about 40.0 min" in line for line, _bad in c.summary)
+    rects = [e["attrs"] for e in layout(c).elements if e["tag"] == "rect" and e["attrs"].get("class") == "seg"]
+    assert [a["data-row"] for a in rects if a["data-key"] == "hicache"] == [1]

@@ -44,7 +44,11 @@ def test_check_example_html(tmp_path):
                    "oversubscribed by 1.93 TB", "mem_fraction_static 0.93", 'id="suggested-command"',
                    "--hicache-size 47"):
         assert needle in html, needle
-    assert html.count('class="seg"') == 8 * 7 + 9  # 8 ranks × 7 GPU segments; 8 host pools + the OS reserve
+    # 8 ranks × 7 GPU segments; 8 host pools + the OS reserve; the host ledger's bars: loading (frontend,
+    # detokenizer, scheduler processes, the TP group's /dev/shm queue) and steady (the same + the HiCache pools; NCCL
+    # is 0 on a P2P PCIe card)
+    assert html.count('class="seg"') == 8 * 7 + 9 + 4 + 5
+    assert 'id="ledger-chart"' in html and "pinning 2.40 TB (2,235 GiB): about 40.0 min" in html
 
 
 def test_json_and_html_together(tmp_path):

@@ -152,7 +152,9 @@ def test_phases_ready_and_clean_stop(tmp_path, engine_py, tiny_model):
 def test_kv_cache_larger_than_the_budget_is_aborted_during_allocation(tmp_path, engine_py, tiny_model):
     watch = SegmentWatch(tmp_path / "state")
     watch.start()
-    p, ev, log, out = _start(tmp_path, engine_py, tiny_model, 4, ["--host-budget-gib", "3"])
+    # the preflight now sees it (host ledger: the 4 GiB CPU KV cache + the processes > 3 GiB) and refuses without
+    # --force; forced, the watchdog must stop it during the allocation
+    p, ev, log, out = _start(tmp_path, engine_py, tiny_model, 4, ["--host-budget-gib", "3", "--force"])
     try:
         code = p.wait(timeout=300)
     finally:
@@ -160,6 +162,7 @@ def test_kv_cache_larger_than_the_budget_is_aborted_during_allocation(tmp_path, 
             p.kill()
     text = out.read_text()
     assert code == 3, text
+    assert "[host-oversubscribed]" in text and "launching anyway (--force)" in text, text
     events = _events(ev)
     abort = next(e for e in events if e["event"] == "abort")
     assert abort["reason"] == "host-memory" and abort["phase"] == "kv_pool", abort

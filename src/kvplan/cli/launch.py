@@ -35,8 +35,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                    help="abort when the launch's processes (private RSS + their /dev/shm) would exceed this")
     w.add_argument("--gpu-reserve-mib", type=int, default=256,
                    help="abort when a GPU of the launch has less free memory than this (NVML; default 256)")
-    w.add_argument("--stall-timeout", type=float, default=300.0,
-                   help="abort when nothing is logged for this many seconds while memory climbs (default 300; 0: off)")
+    w.add_argument("--stall-timeout", type=float,
+                   help="abort when nothing is logged for this many seconds while memory climbs (default 300, or "
+                   "longer when the plan's host ledger expects pinning to take longer; 0: off)")
     w.add_argument("--ready-timeout", type=float,
                    help="abort when not ready after this many seconds (default 1800 when readiness can be asked; "
                    "0: off)")
@@ -99,6 +100,10 @@ def _preflight(a: argparse.Namespace, command: list[str],
         rep.preflight([f"preflight: internal error ({type(e).__name__}: {e}); launching unchecked (--force)"])
         return None, engine, cmd, None
     lines = [f"preflight (kvplan check): {res.verdict.upper()} · {res.plan.engine} {res.plan.engine_version}"]
+    if res.host_ledger is not None:
+        from kvplan.launch.verdict import expected_line
+
+        lines.append(f"  {expected_line(res.host_ledger)}")
     lines += [f"  {f.severity} [{f.id}] {f.message}" for f in res.findings if f.severity in ("error", "warning")]
     if res.exit_code and not a.force:
         if not a.json:
@@ -126,6 +131,24 @@ def _check_options(a: argparse.Namespace) -> None:
     for name in ("stall_timeout", "ready_timeout", "grace", "stop_grace"):
         if getattr(a, name) is not None:
             setattr(a, name, validate.seconds("--" + name.replace("_", "-"), getattr(a, name)))
+
+
+def _stall_timeout(given: float | None, res: CheckResult | None, rep: Any) -> float | None:
+    """--stall-timeout as given (0: off); by default 300 s, or the slowest pin time the plan's host ledger expects
+    (hostmem.PIN_RATE's low end) when that is longer: pinning a host pool logs nothing while memory climbs."""
+    import math
+
+    from kvplan.launch.watchdog import DEFAULT_STALL_S
+
+    if given is not None:
+        return given or None
+    led = res.host_ledger if res is not None else None
+    if led is None or led.pin_seconds()[2] <= DEFAULT_STALL_S:
+        return DEFAULT_STALL_S
+    slow = float(math.ceil(led.pin_seconds()[2]))
+    rep.preflight([f"  stall timeout {slow:,.0f} s (default {DEFAULT_STALL_S:.0f} s): pinning "
+                   f"{led.pinned_bytes / 1e9:,.0f} GB may take that long at the slowest rate the plan assumes"])
+    return slow
 
 
 def _check_output(path: str, flag: str) -> None:
@@ -189,7 +212,7 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
         host_reserve=int(a.host_reserve_gib * GiB) if a.host_reserve_gib is not None
         else watchdog.default_host_reserve(ram),
         host_budget=int(a.host_budget_gib * GiB) if a.host_budget_gib is not None else None,
-        stall_timeout=a.stall_timeout or None, gpu_reserve=a.gpu_reserve_mib << 20)
+        stall_timeout=_stall_timeout(a.stall_timeout, res, rep), gpu_reserve=a.gpu_reserve_mib << 20)
     urls = health_urls(cmd, engine, a.health_url)
     if a.ready_timeout is not None:
         limits.ready_timeout = a.ready_timeout or None

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
     from kvplan.engines.loggpu import LogGpu
     from kvplan.engines.results import Comparison, MetricNames, PlanSetting, ServingDialect, SliderView, StartupDialect
+    from kvplan.hostmem import LedgerRow
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -332,6 +333,21 @@ class Engine(ABC):
     def host_node_labels(self, plan: Plan) -> tuple[str, str]:
         """The "Per node" rows' names for the host tiers of all ranks and for ``per_node.host_reserve_bytes``."""
         return "host KV requested (all ranks)", "OS reserve (kept free by kvplan)"
+
+    def host_ledger(self, plan: Plan) -> tuple[LedgerRow, ...]:
+        """Every term this launch puts in one node's host memory, one row each with its scope, phases, source and
+        range (kvplan.hostmem; ``kvplan.ledger.node_ledger`` adds the budget and the totals). The neutral default:
+        each rank's own process (torch and the CUDA host side, ``hostmem.GPU_RANK_PROCESS``) and the host KV tiers
+        the plan pins (``per_node.host_kv_bytes``, from start-up on)."""
+        from kvplan import hostmem as hm
+
+        n = plan.per_node
+        rows = [hm.calibrated("rank-process", "rank process (torch, the CUDA host side)", "per rank", n.ranks,
+                              hm.GPU_RANK_PROCESS)]
+        if n.host_kv_bytes:
+            rows.append(hm.row("host-kv", "host KV tiers", "per node", 1, n.host_kv_bytes, phases=(hm.STEADY,),
+                               memory=hm.PINNED, source="per_node.host_kv_bytes"))
+        return tuple(rows)
 
     # ---- kvplan plan: a launch from plain options ----
     def plan_argv(self, model: str, tp: int, dp: int, pp: int) -> list[str] | None:

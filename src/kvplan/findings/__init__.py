@@ -27,7 +27,7 @@ Context = FindingContext  # the name rules use
 GENERIC: tuple[tuple[int, str], ...] = (
     (15, "container_memory_limit"), (16, "container_memory_request"), (20, "host_oversubscribed"),
     (25, "host_near_full"), (26, "gpu_count_mismatch"),
-    (27, "ipc_missing"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
+    (27, "ipc_missing"), (28, "host_pin_slow"), (90, "flag_removed"), (92, "flag_unknown"), (94, "flag_bad_value"),
     (130, "unknown_flags"), (140, "architecture_assumed"),
 )
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -115,6 +115,21 @@ def _cpu_kv(out, res, limits) -> tuple[str, list[str], str | None] | None:
     return cause, [f"{fix}: {_g(fits * GiB)} per rank fits"], cmd
 
 
+def expected_line(led) -> str:
+    """What the plan's host ledger expects of this node (kvplan.hostmem.HostLedger), for the preflight and the
+    diagnosis: the loading and steady totals with their ranges, and the time to pin. The launch's own memory as the
+    watchdog samples it (private RSS + its /dev/shm) is the part of the node's total this launch holds."""
+    parts = []
+    for ph in ("loading", "steady"):
+        t = led.total(ph)
+        parts.append(f"{ph} {_g(t.bytes)} ({t.low / GiB:,.1f}–{t.high / GiB:,.1f} GiB)")
+    line = "the plan's host ledger expects " + ", ".join(parts) + " on this node"
+    if led.pinned_bytes:
+        s, fast, slow = led.pin_seconds()
+        line += f"; pinning {led.pinned_bytes / 1e9:,.0f} GB takes about {s:,.0f} s ({fast:,.0f}–{slow:,.0f} s)"
+    return line
+
+
 def diagnose(out: Outcome, res, limits) -> Diagnosis | None:
     """*out*: the supervisor's Outcome; *res*: the preflight CheckResult or None; *limits*: watchdog.Limits."""
     if out.abort is None:
@@ -129,6 +144,8 @@ def diagnose(out: Outcome, res, limits) -> Diagnosis | None:
                     f"{_g(limits.host_reserve)}")
     if limits.host_budget is not None:
         nums.append(f"budget {_g(limits.host_budget)} (this launch)")
+    if res is not None and res.host_ledger is not None:
+        nums.append(expected_line(res.host_ledger))
     d.rows.append(("numbers", "; ".join(nums)))
     d.rows.append(("stopped", f"{out.killed} process(es) in {out.stop_s:.2f} s; "
                    + ("nothing left" if not out.survivors else f"LEFT: {[p.pid for p in out.survivors]}")
@@ -136,24 +153,24 @@ def diagnose(out: Outcome, res, limits) -> Diagnosis | None:
     related = []
     if res is not None:
         related = [f for f in res.findings if f.id in RELATED.get(a.reason, ()) and f.severity != "info"]
-    if related:
+    # a KV cache in host memory sized from what the launch really held first beats a finding's general advice
+    derived = _cpu_kv(out, res, limits) if res is not None and a.reason in ("host-memory", "stall") else None
+    if related and not (derived and derived[2]):
         for f in related:
             d.rows.append(("likely cause", f"[{f.id}] {f.message}"))
             d.fix.append(f.fix)
         d.suggested_command = res.suggested_command
+    elif derived:
+        cause, fixes, cmd = derived
+        d.rows.append(("likely cause", cause))
+        d.fix.extend(fixes)
+        d.suggested_command = cmd
     else:
-        derived = _cpu_kv(out, res, limits) if res is not None and a.reason in ("host-memory", "stall") else None
-        if derived:
-            cause, fixes, cmd = derived
-            d.rows.append(("likely cause", cause))
-            d.fix.extend(fixes)
-            d.suggested_command = cmd
-        else:
-            cause, fix = GENERIC[a.reason]
-            if res is None:
-                cause += " (no plan: the command was not checked)"
-            d.rows.append(("likely cause", cause))
-            d.fix.append(fix)
+        cause, fix = GENERIC[a.reason]
+        if res is None:
+            cause += " (no plan: the command was not checked)"
+        d.rows.append(("likely cause", cause))
+        d.fix.append(fix)
     d.log_tail = out.last_lines[-5:]
     return d
 

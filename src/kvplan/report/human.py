@@ -76,6 +76,12 @@ def render(result: CheckResult, console: Any = None, title: str = "kvplan check"
     if n.shm_bytes is not None and n.host_available_source.startswith("this machine"):
         t.add_row("/dev/shm (this machine)", fmt_gib(n.shm_bytes), "")
     con.print(t)
+    if result.host_ledger is not None:
+        from kvplan.report import ledger
+
+        con.print(ledger.table(result.host_ledger, _table))
+        for line in ledger.summary(result.host_ledger):
+            con.print(line, highlight=False)
 
     t = _table("Per replica", ("what", "value"))
     t.add_row("GPU ranks / DP attention groups", f"{rep.ranks} / {rep.dp_groups}")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.levers import LeverInputs, LeverSpec
     from kvplan.engines.loggpu import LogGpu
     from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
+    from kvplan.hostmem import LedgerRow
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -179,6 +180,11 @@ class SGLangEngine(Engine):
 
     def cgroup_note(self, plan: Plan) -> str | None:
         return deploy.cgroup_note(plan)
+
+    def host_ledger(self, plan: Plan) -> tuple[LedgerRow, ...]:
+        from kvplan.engines.sglang import ledger
+
+        return ledger.host_ledger(plan)
 
     def describe_host_tiers(self, plan: Plan) -> list[str]:
         from kvplan.engines.sglang import report

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kvplan.engines.loggpu import LogGpu
     from kvplan.engines.results import Comparison, PlanSetting, ServingDialect, SliderView, StartupDialect
     from kvplan.engines.vllm.args import VLLMArgs
+    from kvplan.hostmem import LedgerRow
     from kvplan.logs.facts import LogFacts
     from kvplan.options import PlanOptions
 
@@ -203,6 +204,11 @@ class VLLMEngine(Engine):
         from kvplan.engines.vllm import report
 
         return report.host_node_labels(plan)
+
+    def host_ledger(self, plan: Plan) -> tuple[LedgerRow, ...]:
+        from kvplan.engines.vllm import ledger
+
+        return ledger.host_ledger(plan)
 
     def describe_host_tiers(self, plan: Plan) -> list[str]:
 

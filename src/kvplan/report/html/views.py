@@ -37,13 +37,16 @@ def check_body(d: dict[str, Any]) -> dict[str, Any]:
     """The charts, figures, findings and suggested command of one check JSON (also the serve page's fragment)."""
     from kvplan.report.html.gpu import gpu_chart
     from kvplan.report.html.host import host_chart
+    from kvplan.report.html.ledger import ledger_chart
 
     sug = d.get("suggested") or {}
     after = None
     if d.get("suggested_command") and sug:
         after = (f"{sug['per_rank']['kv_tokens']:,} KV tokens per rank; host KV "
                  f"{fmt.host(sug['per_node']['host_kv_bytes'])} per node")
+    led = ledger_chart(d)
     return {"d": d, "gpu": _chart(gpu_chart(d)), "host": _chart(host_chart(d)), "figures": figures(d),
+            "ledger": _chart(led) if led is not None else None,
             "findings": d.get("findings") or [], "suggested_command": d.get("suggested_command"),
             "suggested_after": after, "assumptions": d.get("assumptions") or []}
 
@@ -73,7 +76,8 @@ def explain_view(d: dict[str, Any]) -> dict[str, Any]:
                            "lines": (d.get("lines_read"), d.get("lines_matched"))}
     if plan:
         body = check_body(plan)
-        ctx.update(gpu=body["gpu"], host=body["host"], figures=body["figures"], assumptions=body["assumptions"],
+        ctx.update(gpu=body["gpu"], host=body["host"], ledger=body["ledger"], figures=body["figures"],
+                   assumptions=body["assumptions"],
                    suggested_command=body["suggested_command"], suggested_after=body["suggested_after"])
     return ctx
 
