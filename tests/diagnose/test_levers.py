@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvplan import check
 from kvplan.diagnose.run import diagnose
 
 VLLM_CMD = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.85 --max-model-len 8192"
