@@ -1,4 +1,5 @@
-"""toyllm: a minimal, complete engine package for kvplan (README "Adding an engine"). Registered at test time only
+"""toyllm: a minimal, complete engine package for kvplan (docs/DEVELOPERS.md, "Adding an engine"). Registered at
+test time only
 (``kvplan.engines.register("toyllm", "tests.fake_engine.engine:ENGINE")``); it plans, explains its logs and is
 diagnosed from them through the same public paths as SGLang and vLLM.
 

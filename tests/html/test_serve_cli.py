@@ -65,5 +65,6 @@ def test_missing_serve_extra_is_one_line():
             "from kvplan.cli.main import main\nsys.exit(main(['serve', '--port', '0']))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and p.stderr.strip() == ("kvplan: error: kvplan serve needs starlette, which is not "
-                                                      "installed (pip install 'kvplan[serve]')")
+                                                      "installed (pip install 'starlette' (kvplan installs it by "
+                                                      "default))")
     assert json.dumps(p.stdout) == '""'

@@ -15,8 +15,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "serve", help="a local planning page with sliders (127.0.0.1 only): kvplan serve [--port 8765]",
         description="Serve a local page on 127.0.0.1 where you paste a launch command, pick the GPU and host memory, "
         "and move sliders (fraction, host KV size, HiCache ratio, TP/DP, fp8 KV, max running requests) to see the "
-        "plan's charts redraw. POST /api/plan returns what kvplan check --json returns. Needs pip install "
-        "'kvplan[serve]'.", epilog=exit_codes((0, "the server stopped (Ctrl-C)"), (2, "another bind address than "
+        "plan's charts redraw. POST /api/plan returns what kvplan check --json returns.",
+        epilog=exit_codes((0, "the server stopped (Ctrl-C)"), (2, "another bind address than "
         "127.0.0.1, a port in use or a bad option, or starlette/uvicorn missing (one line says which)"),
                            (130, "the output pipe closed")),
         formatter_class=HelpFormatter)

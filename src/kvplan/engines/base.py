@@ -4,8 +4,8 @@ An engine package (``kvplan/engines/<name>/``) owns everything that is true of o
 else: its launch flags and version table, its memory model, its host-tier semantics, the finding rules only its
 launches can trigger, the dialect of its logs, the figures ``explain`` compares, the levers ``diagnose`` prices,
 its ports, health paths and metric names. Code outside ``kvplan/engines/`` asks the registry
-(``kvplan.engines.get_engine``) and never names an engine. What a third engine needs is in the README's
-developer notes ("Adding an engine"); ``tests/fake_engine`` is a minimal complete one.
+(``kvplan.engines.get_engine``) and never names an engine. What a third engine needs is in
+docs/DEVELOPERS.md ("Adding an engine"); ``tests/fake_engine`` is a minimal complete one.
 
 Engines import downward only (errors, units, options, result, models, hardware, logs); the import-linter
 contract in pyproject.toml keeps cli, explain, diagnose, launch, report and findings out of this package.

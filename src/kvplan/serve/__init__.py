@@ -1,4 +1,4 @@
-"""``kvplan serve``: a local planning page on 127.0.0.1 (Starlette + uvicorn, the ``[serve]`` extra).
+"""``kvplan serve``: a local planning page on 127.0.0.1 (Starlette + uvicorn, in the default install).
 
 The page posts a launch command, the hardware and slider settings; the server re-plans with the same engine model
 as ``kvplan check`` and answers with the same JSON (``POST /api/plan``) or that JSON plus the report's charts

@@ -31,7 +31,7 @@ def bind(host: str, port: int) -> Any:
 
 
 def run(host: str, port: int) -> int:
-    """Serve the planning page until Ctrl-C (needs the [serve] extra: a one-line KvplanError without it)."""
+    """Serve the planning page until Ctrl-C (starlette and uvicorn: a one-line KvplanError naming the one missing)."""
     from kvplan.report.html.deps import require
 
     require("serve", "kvplan serve")

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 HELP = ("also write a self-contained HTML report (charts of every rank's GPU and every node's host memory, the "
-        "findings, the suggested command) to FILE; needs pip install 'kvplan[html]'")
+        "findings, the suggested command) to FILE")
 
 
 def add_html_option(p: Any) -> None:

@@ -1,4 +1,6 @@
-"""Optional dependencies: a one-line error with the pip command when an extra is missing."""
+"""The report's and the page's dependencies (jinja2, starlette, uvicorn) are in the default install; an
+install that lost one (a venv trimmed by hand, a vendored copy) gets a one-line error with the pip command, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -16,4 +18,4 @@ def require(extra: str, what: str) -> None:
             importlib.import_module(mod)
         except ImportError:
             raise KvplanError(f"{what} needs {mod}, which is not installed",
-                              f"pip install 'kvplan[{extra}]'") from None
+                              f"pip install '{mod}' (kvplan installs it by default)") from None
