@@ -64,3 +64,14 @@ def test_meminfo_without_memavailable_is_unknown(tmp_path):
     assert detect.held_by_others(str(tmp_path / "missing")) is None
     f.write_text("MemTotal:       1000 kB\nMemAvailable:    250 kB\n")
     assert detect.held_by_others(str(f)) == (750 * 1024, 1000 * 1024)
+
+
+def test_the_html_ledger_says_it_too(meminfo):
+    from kvplan.report.html.ledger import ledger_chart
+
+    c = ledger_chart(check(CPU, engine_version="0.32.0").to_dict())
+    assert c is not None
+    lines = [line for line, _bad in c.summary if line.startswith("already held by other processes")]
+    assert lines and "24.00 GiB of 64.00 GiB" in lines[0] and "MemTotal − MemAvailable" in lines[0]
+    assert not [line for line, _bad in ledger_chart(check(CPU, engine_version="0.32.0", host_mem_gib=100)
+                                                     .to_dict()).summary if "already held" in line]
