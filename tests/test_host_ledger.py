@@ -1,6 +1,7 @@
 """The host ledger (issue 25): every term of one node's host memory, by phase, with hand arithmetic from the engines'
 own code (flag units, pool formulas) and the calibration entries' published or measured figures. Its findings:
-tests/verdict/test_host_findings.py; the real engine's processes against it: tests/integration/test_host_ledger.py."""
+tests/verdict/test_host_findings.py; the real engine's processes against it:
+tests/integration/test_host_ledger_real.py."""
 
 from __future__ import annotations
 

@@ -134,6 +134,10 @@ class HostLedger:
     limit_bytes: int | None = None  # the container's cgroup limit on the node, when one is known
     limit_source: str | None = None
     pin_rate: Calibration = PIN_RATE
+    # This machine only: what its other processes and the kernel hold before the launch (MemTotal − MemAvailable,
+    # already outside ``available_bytes``: shown beside the ledger, never added to it) and its MemTotal
+    others_bytes: int | None = None
+    total_bytes: int | None = None
 
     def total(self, phase: str) -> PhaseTotal:
         rows = [r for r in self.rows if phase in r.phases and not r.reclaimable]
@@ -189,7 +193,21 @@ class HostLedger:
             round(s[1], 1), round(s[2], 1)]
         d["pin_rate_bytes_per_s"] = [self.pin_rate.value, self.pin_rate.low, self.pin_rate.high]
         d["pin_rate_source"] = self.pin_rate.source
+        if self.others_bytes is not None:
+            d["held_by_others_bytes"], d["node_total_bytes"] = self.others_bytes, self.total_bytes
+            d["held_by_others_source"] = OTHERS_SOURCE
         return d
+
+    def others_line(self) -> str | None:
+        """"already held by other processes on this node: 3.1 GiB of 23.5 GiB (...)", this machine only."""
+        if self.others_bytes is None:
+            return None
+        of = f" of {self.total_bytes / GiB:,.1f} GiB" if self.total_bytes else ""
+        return (f"already held by other processes (and the kernel) on this node: {self.others_bytes / GiB:,.1f} GiB"
+                f"{of} ({OTHERS_SOURCE}; outside the available memory above)")
+
+
+OTHERS_SOURCE = "this machine's /proc/meminfo: MemTotal − MemAvailable"
 
 
 def each(r: LedgerRow) -> str:

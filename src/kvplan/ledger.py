@@ -30,7 +30,8 @@ def _build(plan: Plan) -> HostLedger:
     n = plan.per_node
     return HostLedger(rows=get_engine(plan.engine).host_ledger(plan), available_bytes=n.host_available_bytes,
                       available_source=n.host_available_source, limit_bytes=n.container_limit_bytes,
-                      limit_source=n.container_limit_source)
+                      limit_source=n.container_limit_source, others_bytes=n.host_others_bytes,
+                      total_bytes=n.host_total_bytes)
 
 
 NEAR_FULL = 0.90  # of the node's budget: above it, host-near-full (a warning)

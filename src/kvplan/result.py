@@ -125,11 +125,15 @@ class NodePlan:
     gpus_requested: int | None = None  # GPUs the container / job is given on this node
     container_request_bytes: int | None = None  # the pod's memory request (the scheduler's reservation), this node
     container_request_source: str | None = None
+    # This machine only (a plan whose host is read from its /proc/meminfo): MemTotal − MemAvailable, what other
+    # processes and the kernel already hold on the node before the launch, and MemTotal; in the JSON only when known
+    host_others_bytes: int | None = None
+    host_total_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for k in ("shm_source", "container_limit_bytes", "container_limit_source", "gpus_requested",
-                  "container_request_bytes", "container_request_source"):
+                  "container_request_bytes", "container_request_source", "host_others_bytes", "host_total_bytes"):
             if d[k] is None:
                 del d[k]
         d["host_kv_gb"] = round(self.host_kv_bytes / 1e9, 2)

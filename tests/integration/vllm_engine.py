@@ -280,6 +280,62 @@ def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, st
     return run
 
 
+@dataclass
+class Serving:
+    """A live engine (``serving``): its process, its base URL, the run's argv and log."""
+
+    proc: subprocess.Popen
+    base: str
+    run: EngineRun
+
+    def complete(self, model: str, prompt: str = "Hello", max_tokens: int = 4) -> str:
+        """One /v1/completions request; its text (EngineError with the log tail when it fails)."""
+        body = json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}).encode()
+        req = urllib.request.Request(self.base + "/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return str(json.loads(r.read())["choices"][0]["text"])
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as e:
+            raise EngineError(f"vLLM came up but a completion failed: {e!r}\n--- log tail ---\n"
+                              f"{log_tail(self.run.log_path)}") from e
+
+
+@contextmanager
+def serving(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] | None = None, *,
+            log_path: Path, python: Path | None = None, health_timeout_s: float = 240.0) -> Iterator[Serving]:
+    """Like ``run_engine``, but the engine stays up inside the ``with`` (for readings of the live processes); it
+    is stopped (``stop_group``) on the way out."""
+    py = python or engine_python()
+    port = free_port()
+    argv = [str(py), "-m", API_SERVER, "--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
+            *flags]
+    full_env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
+    full_env.update(_QUIET_ENV)
+    full_env.update(env or {})
+    run = EngineRun(argv=argv, env=dict(env or {}), log_path=log_path)
+    base = f"http://127.0.0.1:{port}"
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        log.write("ENV " + " ".join(f"{k}={v}" for k, v in (env or {}).items()) + "\nCMD " + " ".join(argv) + "\n")
+        log.flush()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full_env,
+                                start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        wait_healthy(proc, base, t0, health_timeout_s, log_path, argv)
+        run.startup_s = time.monotonic() - t0
+        with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
+            run.info = parse_cache_config_info(r.read().decode())
+        yield Serving(proc, base, run)
+    finally:
+        stop_group(proc)
+        run.total_s = time.monotonic() - t0
+        text = log_path.read_text(errors="replace")
+        run.log_line = parse_kv_log_line(text)
+        m = _VERSION_LINE.search(text)
+        run.vllm_version = m.group(1) if m else None
+
+
 ENGINE_LOCK = "/tmp/kvplan-engine.lock"  # one real engine at a time on this machine (what `flock` takes)
 
 

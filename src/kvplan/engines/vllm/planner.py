@@ -106,7 +106,9 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            f"--nodes {options.nodes} describes other machines")
         cluster = apply_limits(Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size,
                                        options.nodes, host.bytes, host.source,
-                                       gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE"), options)
+                                       gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE",
+                                       host_others_bytes=host.others_bytes, host_total_bytes=host.total_bytes),
+                               options)
     else:
         cluster = resolve_cluster(options.gpu, options.gpu_mem_mib, options.gpus_per_node, options.nodes,
                                   options.host_mem_gib, world_size=args.world_size,

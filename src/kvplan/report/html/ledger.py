@@ -43,6 +43,10 @@ def ledger_chart(d: dict[str, Any]) -> StackedChart | None:
         cap = Mark("host_budget", f"node budget {fmt.gib(budget)}", budget)
         if peak > budget:
             over = Band("ledger-over", f"over by {fmt.host(peak - budget)}", budget, peak)
+    if led.get("held_by_others_bytes") is not None:  # a plan of this machine: its other tenants, beside the budget
+        total = f" of {fmt.gib(led['node_total_bytes'])}" if led.get("node_total_bytes") else ""
+        summary.append((f"already held by other processes (and the kernel) on this node: "
+                        f"{fmt.gib(led['held_by_others_bytes'])}{total} ({led['held_by_others_source']})", False))
     if led.get("pinned_bytes"):
         s, (fast, slow) = led["pin_seconds"], led["pin_seconds_range"]
         summary.append((f"pinning {fmt.host(led['pinned_bytes'])}: about {_dur(s)} ({_dur(fast)}–{_dur(slow)})",

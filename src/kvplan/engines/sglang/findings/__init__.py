@@ -4,6 +4,6 @@
 
 RULES: tuple[tuple[int, str], ...] = (
     (5, "ranks_exceed_node"), (10, "kv_pool_empty"),
-    (30, "host_check_blind"), (40, "hicache_smaller_than_device"), (50, "gpu_headroom_low"),
+    (30, "host_check_blind"), (32, "host_check_race"), (40, "hicache_smaller_than_device"), (50, "gpu_headroom_low"),
     (60, "context_exceeds_pool"), (70, "hicache_prefix_only"), (80, "mla_replicated_kv"),
 )

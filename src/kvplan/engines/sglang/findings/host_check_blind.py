@@ -1,5 +1,7 @@
 """host-check-blind: this SGLang version checks each rank's host pool against the whole host, so TP ranks all pass
-and oversubscribe together (fixed in 0.5.20 by PR #35540).
+and oversubscribe together: each reads the same free memory (psutil available) before any of them allocates (fixed
+in 0.5.20 by PR #35540, which splits it by the ranks; the split's own race, a late rank charged for its peers'
+pools: host-check-race).
 
 Signals: HiCache on, the version's host check is "whole-host-per-rank", 2+ ranks on the node.
 Severity (kvplan.findings' scale): **error** when the node is oversubscribed (the engine will not stop the launch:
@@ -28,7 +30,8 @@ def check(ctx: FindingContext) -> list[Finding]:
     budget = (f"the whole host ({hc.engine_budget_bytes_per_rank / GiB:,.0f} GiB after its 10 GiB reserve)"
               if hc.engine_budget_bytes_per_rank is not None else "the whole host")
     msg = (f"SGLang {p.engine_version} checks each rank's host pool ({p.per_rank.host_kv_bytes / GB:,.2f} GB per "
-           f"rank) against {budget}, not against its share of {n.ranks} ranks on the node")
+           f"rank) against {budget}, not against its share of {n.ranks} ranks on the node: the {n.ranks} ranks each "
+           "read the same free memory before any of them allocates, so they all pass together (PR #35540)")
     if over:
         msg += ("; this launch oversubscribes the node and the engine will not stop it: the ranks pin host memory "
                 "until the node hangs")
