@@ -66,16 +66,25 @@ def _yaml_docs(text: str, source: str) -> list:
         raise KvplanError(f"{source}: YAML nested too deeply") from None
 
 
-def _stack(doc: object, source: str, kinds: list[str]) -> tuple[str, list[dict]] | None:
-    """The Kubernetes documents a serving stack renders from ``doc`` (its values), asked of every engine."""
+def _stack(doc: object, source: str, kinds: list[str]) -> list[Container] | None:
+    """The containers of the Kubernetes documents a serving stack renders from ``doc`` (its values or its own
+    resource kind), asked of every engine; None when no engine's stack reads ``doc``."""
+    from kvplan.deploy import kube
     from kvplan.engines import all_engines
 
     for e in all_engines():
         notes: list[str] = []
         got = e.stack_documents(doc, source, notes)
-        if got is not None:
-            kinds += [got[0], *notes]
-            return got
+        if got is None:
+            continue
+        name, docs = got
+        kinds += [name, *notes]
+        out: list[Container] = []
+        for d in docs:
+            own = [str(n) for n in d.pop("_notes", ())]
+            out += [replace(c, notes=(*c.notes, f"rendered from {name} as its controller or chart renders it",
+                                      *own, *notes)) for c in kube.from_kube(d, source)]
+        return out
     return None
 
 
@@ -100,15 +109,12 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
             if compose.is_compose(doc):
                 out += compose.from_compose(doc, source)
                 kinds.append("compose services")
+            elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's own file: what it renders
+                out += stack
             elif kube.is_kube(doc):
                 kinds.append(doc["kind"])
                 if doc["kind"] not in kube.SKIPPED_KINDS:
                     out += kube.from_kube(doc, source)
-            elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's values: what it renders
-                name, docs = stack
-                for d in docs:
-                    out += [replace(c, notes=(*c.notes, f"rendered from {name} as its chart renders it"))
-                            for c in kube.from_kube(d, source)]
             elif isinstance(doc, dict):
                 kinds.append("a mapping without apiVersion/kind or services")
             else:
@@ -117,7 +123,7 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
             seen = ", ".join(dict.fromkeys(kinds)) or "nothing"
             raise KvplanError(f"{source}: no SGLang or vLLM container found (documents: {seen})",
                               "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services, "
-                              "vLLM production-stack values")
+                              "vLLM production-stack values, KServe LLMInferenceServices")
         return out
     for m in _DOCKER_RUN.finditer(text):  # docker run ... (shell text)
         line_start = text.rfind("\n", 0, m.start()) + 1

@@ -252,7 +252,8 @@ class Engine(ABC):
     def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
         """A serving stack's own configuration for this engine (e.g. a Helm chart's values), rendered into the
         Kubernetes documents the stack makes of it: (the stack's name, the documents), or None when ``doc`` is not
-        one; ``notes`` gets what is not rendered."""
+        one; ``notes`` gets what is not rendered (kept with the containers rendered from ``doc``); a document's own
+        notes may ride under its ``_notes`` key (kept with its containers only)."""
         return None
 
     def cgroup_note(self, plan: Plan) -> str | None:

@@ -190,9 +190,13 @@ class VLLMEngine(Engine):
         return report.rank_rows(plan)
 
     def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
-        from kvplan.engines.vllm import prodstack
+        from kvplan.engines.vllm import kserve, prodstack
 
-        return (prodstack.CHART, prodstack.to_kube(doc, source, notes)) if prodstack.is_values(doc) else None
+        if prodstack.is_values(doc):
+            return prodstack.CHART, prodstack.to_kube(doc, source, notes)
+        if kserve.is_llmisvc(doc):
+            return kserve.STACK, kserve.to_kube(doc, source, notes)
+        return None
 
     def cgroup_note(self, plan: Plan) -> str | None:
         return deploy.cgroup_note(plan)
