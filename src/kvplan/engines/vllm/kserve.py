@@ -76,7 +76,8 @@ def _model(spec: dict, name: str, where: str) -> tuple[str, str, list[str]]:
 
 
 def _int(where: str, field: str, value: Any, lo: int = 1) -> int | None:
-    return None if value is None else validate.count(f"{where} {field}", value, lo, validate.MAX_RANKS)
+    return None if value is None else validate.count(f"{where} {field}", value, lo, validate.MAX_RANKS,
+                                                      hint=f"a whole number, at least {lo} (an int32 in the CRD)")
 
 
 def _offload(ws: dict, where: str, field: str, notes: list[str]) -> str | None:
@@ -222,7 +223,9 @@ def _workload(ws: dict, meta: dict, where: str, role: str, notes: list[str]) -> 
     for part, user_pod, start, tail_extra in (("leader", template, 0, []),
                                               ("worker", worker_pod, dl, ["--headless"])):
         main = _main(user_pod, f"{where} {field}.{part}")
-        base = ["--api-server-count", API_SERVER_COUNT] if part == "leader" else []
+        count = next((str(e.get("value")) for e in validate.sequence("env", main.get("env"))
+                      if isinstance(e, dict) and e.get("name") == "VLLM_API_SERVER_COUNT"), API_SERVER_COUNT)
+        base = ["--api-server-count", count] if part == "leader" else []
         tail = [*base, *par_args, "--data-parallel-start-rank", str(start), *tail_extra]
         argv, env = launch(main, tail, f"{where} {field}.{part}")
         pods[part] = _pod(user_pod, main, argv, env, SHM["data-parallel"])
