@@ -145,7 +145,8 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
     return HostTier("kv-offloading-native", flag, "GiB in total per engine (all TP×PP ranks)",
                     per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm, shared_bytes=shared,
                     fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False) if total_bytes is None
-                    else None)
+                    else None,
+                    given=None if total_bytes is None else f"{given} (in total for the engine)")
 
 
 def cpu_offload_tier(args: VLLMArgs, ranks_node: int, weights_bytes_per_rank: int = 0) -> HostTier:
