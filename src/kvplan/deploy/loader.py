@@ -88,6 +88,26 @@ def _stack(doc: object, source: str, kinds: list[str]) -> list[Container] | None
     return None
 
 
+def _node_server(doc: object, source: str) -> tuple[str, int, str] | None:
+    """A per-node cache server ``doc`` runs (asked of every engine), else None."""
+    from kvplan.engines import all_engines
+
+    for e in all_engines():
+        got = e.node_servers(doc, source)
+        if got is not None:
+            return got
+    return None
+
+
+def _beside(out: list[Container], servers: list[tuple[str, int, str]]) -> list[Container]:
+    """Each container with the per-node servers of the same input (their host memory and notes)."""
+    if not servers:
+        return out
+    held, names = sum(s[1] for s in servers), ", ".join(s[0] for s in servers)
+    return [replace(c, node_host_bytes=c.node_host_bytes + held, node_host_source=names,
+                    notes=(*c.notes, *(s[2] for s in servers))) for c in out]
+
+
 def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
     """Containers in one file's text."""
     from kvplan.deploy import compose, docker, images, kube, shell, slurm
@@ -105,8 +125,12 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         docs = _yaml_docs(text, source)
         out: list[Container] = []
         kinds: list[str] = []
+        servers: list[tuple[str, int, str]] = []
         for doc in docs:
-            if compose.is_compose(doc):
+            if (server := _node_server(doc, source)) is not None:
+                servers.append(server)
+                kinds.append(server[0])
+            elif compose.is_compose(doc):
                 out += compose.from_compose(doc, source)
                 kinds.append("compose services")
             elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's own file: what it renders
@@ -124,7 +148,7 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
             raise KvplanError(f"{source}: no SGLang or vLLM container found (documents: {seen})",
                               "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services, "
                               "vLLM production-stack values, KServe LLMInferenceServices")
-        return out
+        return _beside(out, servers)
     for m in _DOCKER_RUN.finditer(text):  # docker run ... (shell text)
         line_start = text.rfind("\n", 0, m.start()) + 1
         chunk = re.sub(r"\\\r?\n", " ", text[line_start:])

@@ -256,6 +256,12 @@ class Engine(ABC):
         notes may ride under its ``_notes`` key (kept with its containers only)."""
         return None
 
+    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str] | None:
+        """A per-node cache server a stack's own resource runs beside this engine's pods (e.g. the LMCache
+        operator's ``LMCacheEngine``): (its name, the host bytes it holds on each node, a note), or None when
+        ``doc`` is not one."""
+        return None
+
     def cgroup_note(self, plan: Plan) -> str | None:
         """What this engine version's own host-memory check does about a container's cgroup limit (reads it and
         refuses, only warns, or is blind to it), for container-memory-limit; None when it makes no such check."""
