@@ -130,7 +130,7 @@ def _env(main: dict, where: str) -> tuple[list[dict], list[str]]:
     return env, extra
 
 
-def _pod(user: dict, main: dict, argv: list[str] | None, env: list[dict], shm: str) -> dict:
+def _pod(user: dict, main: dict, argv: list[str] | None, env: list[dict], shm: str, where: str) -> dict:
     """The user's pod spec over the preset's: the ``main`` container with KServe's launch (unless it sets its own
     command), its /dev/shm volume (unless the user names one ``dshm``)."""
     container = {k: v for k, v in main.items() if k not in ("command", "args", "env")}
@@ -139,14 +139,15 @@ def _pod(user: dict, main: dict, argv: list[str] | None, env: list[dict], shm: s
         container.update({"command": main.get("command"), "args": main.get("args")})
     else:
         container["command"] = argv
-    mounts = [m for m in validate.sequence("volumeMounts", main.get("volumeMounts")) if isinstance(m, dict)]
+    mounts = [m for m in validate.sequence(f"{where} main volumeMounts", main.get("volumeMounts"))
+              if isinstance(m, dict)]
     if not any(str(m.get("mountPath", "")).rstrip("/") == "/dev/shm" for m in mounts):
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     container["volumeMounts"] = mounts
-    volumes = [v for v in validate.sequence("volumes", user.get("volumes")) if isinstance(v, dict)]
+    volumes = [v for v in validate.sequence(f"{where} volumes", user.get("volumes")) if isinstance(v, dict)]
     if not any(v.get("name") == "dshm" for v in volumes):
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}})
-    others = [c for c in validate.sequence("containers", user.get("containers"))
+    others = [c for c in validate.sequence(f"{where} containers", user.get("containers"))
               if isinstance(c, dict) and c.get("name") != "main"]
     return {**{k: v for k, v in user.items() if k not in ("containers", "volumes")},
             "containers": [container, *others], "volumes": volumes}
@@ -209,7 +210,7 @@ def _workload(ws: dict, meta: dict, where: str, role: str, notes: list[str]) -> 
         main = _main(template, f"{where} {field}.template")
         tail = ["--tensor-parallel-size", str(tp)] if tp else []
         argv, env = launch(main, tail, f"{where} {field}.template")
-        pod = _pod(template, main, argv, env, SHM["single"])
+        pod = _pod(template, main, argv, env, SHM["single"], f"{where} {field}.template")
         return [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": wl_name},
                  "spec": {"replicas": replicas or 1, "template": {"spec": pod}}, "_notes": doc_notes}]
     worker_pod = validate.mapping(f"{where} {field}.worker", worker)
@@ -220,18 +221,20 @@ def _workload(ws: dict, meta: dict, where: str, role: str, notes: list[str]) -> 
         ["--data-parallel-size", str(d), "--data-parallel-size-local", str(dl), "--data-parallel-address",
          "leader", "--data-parallel-rpc-port", str(rpc or DP_RPC_PORT)]
     pods = {}
-    for part, user_pod, start, tail_extra in (("leader", template, 0, []),
+    for part, user_pod, start, tail_extra in (("template", template, 0, []),
                                               ("worker", worker_pod, dl, ["--headless"])):
         main = _main(user_pod, f"{where} {field}.{part}")
-        count = next((str(e.get("value")) for e in validate.sequence("env", main.get("env"))
-                      if isinstance(e, dict) and e.get("name") == "VLLM_API_SERVER_COUNT"), API_SERVER_COUNT)
-        base = ["--api-server-count", count] if part == "leader" else []
+        user_env = validate.sequence(f"{where} {field}.{part} main env", main.get("env"))
+        count = next((validate.text(f"{where} env VLLM_API_SERVER_COUNT", e.get("value"), scalar=True, max_len=64)
+                      for e in user_env if isinstance(e, dict) and e.get("name") == "VLLM_API_SERVER_COUNT"),
+                     API_SERVER_COUNT)
+        base = ["--api-server-count", count] if part == "template" else []
         tail = [*base, *par_args, "--data-parallel-start-rank", str(start), *tail_extra]
         argv, env = launch(main, tail, f"{where} {field}.{part}")
-        pods[part] = _pod(user_pod, main, argv, env, SHM["data-parallel"])
+        pods[part] = _pod(user_pod, main, argv, env, SHM["data-parallel"], f"{where} {field}.{part}")
     return [{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": wl_name},
              "spec": {"replicas": replicas or 1, "leaderWorkerTemplate": {
-                 "size": size, "leaderTemplate": {"spec": pods["leader"]},
+                 "size": size, "leaderTemplate": {"spec": pods["template"]},
                  "workerTemplate": {"spec": pods["worker"]}}}, "_notes": doc_notes}]
 
 
