@@ -97,6 +97,12 @@ def test_the_docs_samples_spec_workload_is_not_a_field():
     assert any("spec.workload is not a field" in n and "prunes" in n for n in c.notes)
 
 
+def test_v1alpha1_has_no_kv_cache_offloading():
+    (c,) = parse_text(SERVICE.replace("/v1alpha2", "/v1alpha1"), "isvc.yaml", "isvc.yaml")
+    assert "--kv-transfer-config" not in c.argv and c.argv[c.argv.index("--tensor-parallel-size") + 1] == "2"
+    assert any("v1alpha2 field" in n for n in c.notes)
+
+
 def test_helm_template_output_on_stdin():
     rendered = "---\n# Source: chart/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n" \
                "---\napiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceServiceConfig\nmetadata:\n" \

@@ -256,6 +256,14 @@ def to_kube(doc: dict, source: str, notes: list[str]) -> list[dict]:
         notes.append(f"{where}: spec.workload is not a field of the CRD (its workload fields sit directly under "
                      "spec): the API server prunes it, so its kvCacheOffloading is not applied; move it to "
                      "spec.kvCacheOffloading")
+    if doc["apiVersion"].endswith("/v1alpha1"):  # its schema has no kvCacheOffloading: the API server prunes it
+        for field in ("spec", "spec.prefill"):
+            ws = spec if field == "spec" else spec.get("prefill")
+            if isinstance(ws, dict) and ws.get("kvCacheOffloading") is not None:
+                pruned = {k: v for k, v in ws.items() if k != "kvCacheOffloading"}
+                spec = pruned if field == "spec" else {**spec, "prefill": pruned}
+                notes.append(f"{where}: {field}.kvCacheOffloading is a v1alpha2 field; the v1alpha1 schema prunes "
+                             "it (apiVersion: serving.kserve.io/v1alpha2)")
     if spec.get("baseRefs"):
         notes.append(f"{where}: spec.baseRefs (user presets merged by the controller) are not read")
     if spec.get("prefill") is None:
