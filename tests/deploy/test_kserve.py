@@ -103,6 +103,14 @@ def test_v1alpha1_has_no_kv_cache_offloading():
     assert any("v1alpha2 field" in n for n in c.notes)
 
 
+def test_a_kubectl_list_of_services():
+    import yaml
+
+    listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [yaml.safe_load(SERVICE)]})
+    (c,) = parse_text(listed, "list.yaml", "list.yaml")
+    assert c.workload == "Deployment/qwen2-7b-offload-kserve" and "--kv-transfer-config" in c.argv
+
+
 def test_helm_template_output_on_stdin():
     rendered = "---\n# Source: chart/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n" \
                "---\napiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceServiceConfig\nmetadata:\n" \

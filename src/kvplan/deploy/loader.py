@@ -88,6 +88,18 @@ def _stack(doc: object, source: str, kinds: list[str]) -> list[Container] | None
     return None
 
 
+def _items(docs: list, source: str) -> list:
+    """The documents with each ``kind: List`` (``kubectl get ... -o yaml``) replaced by its items, so a serving
+    stack's own kinds inside one are read too."""
+    out: list = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and "apiVersion" in d:
+            out += validate.sequence(f"{source}: List items", d.get("items"))
+        else:
+            out.append(d)
+    return out
+
+
 def _node_server(doc: object, source: str) -> tuple[str, int, str] | None:
     """A per-node cache server ``doc`` runs (asked of every engine), else None."""
     from kvplan.engines import all_engines
@@ -122,7 +134,7 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         return [slurm.from_sbatch(text, source)]
     yaml_keys = r"(?m)^(apiVersion|kind|services|servingEngineSpec)\s*:"
     if Path(name_hint).suffix.lower() in _YAML_EXT or re.search(yaml_keys, text):
-        docs = _yaml_docs(text, source)
+        docs = _items(_yaml_docs(text, source), source)
         out: list[Container] = []
         kinds: list[str] = []
         servers: list[tuple[str, int, str]] = []
