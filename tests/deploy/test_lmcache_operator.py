@@ -93,3 +93,50 @@ def test_hostile_cache_servers_are_one_line_errors(tmp_path, bad, words):
     code, out, err = run_cli(["check", "-f", str(f)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert words in err, err
+
+
+README_VLLM = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      hostIPC: true
+      containers:
+        - name: vllm
+          image: lmcache/vllm-openai:latest
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec python3 -m vllm.entrypoints.openai.api_server \\
+                --model Qwen/Qwen2.5-7B-Instruct \\
+                --port 8000 \\
+                --gpu-memory-utilization 0.8 \\
+                --kv-transfer-config "$(cat /etc/lmcache/kv-transfer-config.json)"
+          volumeMounts:
+            - {name: kv-transfer-config, mountPath: /etc/lmcache, readOnly: true}
+          resources:
+            limits: {nvidia.com/gpu: "1"}
+      volumes:
+        - name: kv-transfer-config
+          configMap: {name: my-cache-connection}
+"""
+
+
+def test_the_operators_connection_config_map_is_read():
+    # operator/README.md's vLLM pod reads the <name>-connection ConfigMap the operator creates (configmap.go)
+    (c,) = parse_text(ENGINE + "---\n" + README_VLLM, "lmc.yaml", "lmc.yaml")
+    kv = json.loads(c.argv[c.argv.index("--kv-transfer-config") + 1])
+    assert kv == {"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+        "lmcache.mp.host": "tcp://my-cache.default.svc.cluster.local", "lmcache.mp.port": "5555"}}
+    assert any("read from ConfigMap my-cache-connection" in n for n in c.notes)
+
+
+def test_a_config_map_of_the_input_is_read_and_an_unknown_one_is_not():
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: my-cache-connection}\ndata:\n" \
+         "  kv-transfer-config.json: '{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'\n"
+    (c,) = parse_text(cm + "---\n" + README_VLLM, "cm.yaml", "cm.yaml")
+    assert json.loads(c.argv[c.argv.index("--kv-transfer-config") + 1])["kv_connector"] == "LMCacheConnectorV1"
+    (alone,) = parse_text(README_VLLM, "d.yaml", "d.yaml")  # no ConfigMap: the word stays as written
+    assert "$(cat /etc/lmcache/kv-transfer-config.json)" in alone.argv

@@ -66,7 +66,7 @@ def _yaml_docs(text: str, source: str) -> list:
         raise KvplanError(f"{source}: YAML nested too deeply") from None
 
 
-def _stack(doc: object, source: str, kinds: list[str]) -> list[Container] | None:
+def _stack(doc: object, source: str, kinds: list[str], files: dict[str, dict[str, str]]) -> list[Container] | None:
     """The containers of the Kubernetes documents a serving stack renders from ``doc`` (its values or its own
     resource kind), asked of every engine; None when no engine's stack reads ``doc``."""
     from kvplan.deploy import kube
@@ -83,7 +83,7 @@ def _stack(doc: object, source: str, kinds: list[str]) -> list[Container] | None
         for d in docs:
             own = [str(n) for n in d.pop("_notes", ())]
             out += [replace(c, notes=(*c.notes, f"rendered from {name} as its controller or chart renders it",
-                                      *own, *notes)) for c in kube.from_kube(d, source)]
+                                      *own, *notes)) for c in kube.from_kube(d, source, files)]
         return out
     return None
 
@@ -100,7 +100,7 @@ def _items(docs: list, source: str) -> list:
     return out
 
 
-def _node_server(doc: object, source: str) -> tuple[str, int, str] | None:
+def _node_server(doc: object, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
     """A per-node cache server ``doc`` runs (asked of every engine), else None."""
     from kvplan.engines import all_engines
 
@@ -111,7 +111,7 @@ def _node_server(doc: object, source: str) -> tuple[str, int, str] | None:
     return None
 
 
-def _beside(out: list[Container], servers: list[tuple[str, int, str]]) -> list[Container]:
+def _beside(out: list[Container], servers: list[tuple[str, int, str, dict]]) -> list[Container]:
     """Each container with the per-node servers of the same input (their host memory and notes)."""
     if not servers:
         return out
@@ -137,20 +137,20 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         docs = _items(_yaml_docs(text, source), source)
         out: list[Container] = []
         kinds: list[str] = []
-        servers: list[tuple[str, int, str]] = []
+        servers = [s for s in (_node_server(d, source) for d in docs) if s is not None]
+        files = {**kube.config_maps(docs, source), **{k: v for s in servers for k, v in s[3].items()}}
         for doc in docs:
             if (server := _node_server(doc, source)) is not None:
-                servers.append(server)
                 kinds.append(server[0])
             elif compose.is_compose(doc):
                 out += compose.from_compose(doc, source)
                 kinds.append("compose services")
-            elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's own file: what it renders
+            elif (stack := _stack(doc, source, kinds, files)) is not None:  # a serving stack's own kind or values
                 out += stack
             elif kube.is_kube(doc):
                 kinds.append(doc["kind"])
                 if doc["kind"] not in kube.SKIPPED_KINDS:
-                    out += kube.from_kube(doc, source)
+                    out += kube.from_kube(doc, source, files)
             elif isinstance(doc, dict):
                 kinds.append("a mapping without apiVersion/kind or services")
             else:

@@ -256,10 +256,10 @@ class Engine(ABC):
         notes may ride under its ``_notes`` key (kept with its containers only)."""
         return None
 
-    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str] | None:
+    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
         """A per-node cache server a stack's own resource runs beside this engine's pods (e.g. the LMCache
-        operator's ``LMCacheEngine``): (its name, the host bytes it holds on each node, a note), or None when
-        ``doc`` is not one."""
+        operator's ``LMCacheEngine``): (its name, the host bytes it holds on each node, a note, the ConfigMaps its
+        operator creates: name -> data), or None when ``doc`` is not one."""
         return None
 
     def cgroup_note(self, plan: Plan) -> str | None:

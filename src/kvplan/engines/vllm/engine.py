@@ -198,7 +198,7 @@ class VLLMEngine(Engine):
             return kserve.STACK, kserve.to_kube(doc, source, notes)
         return None
 
-    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str] | None:
+    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
         from kvplan.engines.vllm import lmcache_operator
 
         return lmcache_operator.node_server(doc, source) if lmcache_operator.is_engine(doc) else None

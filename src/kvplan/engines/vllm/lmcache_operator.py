@@ -15,12 +15,17 @@ Read in LMCache/LMCache ``operator/`` (the operator lives in the LMCache reposit
   https://github.com/LMCache/LMCache/blob/13e20bb718ed58ee40a930f308c267ae774c8875/operator/internal/resources/compute.go
 * ``internal/resources/daemonset.go`` (commit 92096307fff0366d10369ff5bdfef1a8c6d7bdea): a DaemonSet running
   ``python3 -m lmcache.v1.multiprocess.server`` with ``hostIPC: true`` on every node ``nodeSelector`` picks.
+* ``internal/resources/configmap.go`` (commit 8b734a6e52600f6a883f61c4fee7946fd8bbef27): the ``<name>-connection``
+  ConfigMap, key ``kv-transfer-config.json``: ``{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both",
+  "kv_connector_extra_config": {"lmcache.mp.host": "tcp://<name>.<namespace>.svc.cluster.local",
+  "lmcache.mp.port": "<port>"}}`` (the operator README's vLLM pods read it with ``$(cat ...)``).
 * LMCache ``lmcache/v1/distributed/config.py`` ``parse_args_to_config``: ``size_in_bytes = int(l1_size_gb *
   (1 << 30))`` (GiB), the L1 memory manager's pinned CPU pool, grown lazily up to that size.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -38,9 +43,9 @@ def is_engine(doc: Any) -> bool:
         and isinstance(doc.get("apiVersion"), str) and doc["apiVersion"].startswith("lmcache.lmcache.ai/")
 
 
-def node_server(doc: dict, source: str) -> tuple[str, int, str]:
+def node_server(doc: dict, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]]:
     """(its name, the host bytes it holds on each node it runs on: its pod's memory request, at least its L1 pool;
-    a note with the figures)."""
+    a note with the figures; the connection ConfigMap the operator creates)."""
     from kvplan.quantity import k8s_bytes
 
     meta = validate.mapping(f"{source}: LMCacheEngine metadata", doc.get("metadata"))
@@ -73,4 +78,10 @@ def node_server(doc: dict, source: str) -> tuple[str, int, str]:
     note = (f"LMCacheEngine/{name} runs an LMCache server on {nodes} (a DaemonSet, hostIPC): L1 {size:g} GiB of "
             f"pinned host memory (--l1-size-gb, grown lazily), pod {pod}: {held / GiB:,.1f} GiB of the node "
             "beside this engine, outside its container")
-    return f"LMCacheEngine/{name}", held, note
+    server = validate.mapping(f"{where} spec.server", spec.get("server"))
+    port = validate.count(f"{where} spec.server.port", server.get("port", 5555), 1024, 65535)
+    ns = validate.text(f"{where} metadata.namespace", meta.get("namespace") or "default", max_len=253, scalar=True)
+    connection = json.dumps({"kv_connector": "LMCacheMPConnector", "kv_connector_extra_config": {
+        "lmcache.mp.host": f"tcp://{name}.{ns}.svc.cluster.local", "lmcache.mp.port": str(port)},
+        "kv_role": "kv_both"}, indent=2)  # Go's MarshalIndent: sorted keys, two spaces
+    return f"LMCacheEngine/{name}", held, note, {f"{name}-connection": {"kv-transfer-config.json": connection}}
