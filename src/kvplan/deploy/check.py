@@ -42,7 +42,8 @@ class DeployItem:
                            "memory_request_source": c.memory_request_source,
                            "shm_bytes": c.shm_bytes, "shm_source": c.shm_source, "ipc_host": c.ipc_host,
                            "gpus_per_node": c.gpus, "gpu_product": c.gpu_product, "nodes": c.nodes,
-                           "replicas": c.replicas},
+                           "replicas": c.replicas, "node_host_bytes": c.node_host_bytes,
+                           "node_host_source": c.node_host_source},
                 "notes": list(c.notes) + list(self.assumptions), "error": self.error, "verdict": self.verdict,
                 "check": self.result.to_dict() if self.result is not None else None}
 
@@ -102,6 +103,10 @@ def options_for(c: Container, base: dict[str, Any]) -> tuple[dict[str, Any], lis
     if c.engine_version and not opts.get("engine_version") and is_image_of(c.image, engine.name):
         opts["engine_version"] = c.engine_version
         notes.append(f"engine version {c.engine_version} from the image tag {c.image}")
+    if c.node_host_bytes and opts.get("host_mem_gib") is not None:  # the node's memory, less its cache servers
+        opts["host_mem_gib"] = max(0.0, opts["host_mem_gib"] - c.node_host_bytes / GiB)
+        notes.append(f"--host-mem-gib less {c.node_host_bytes / GiB:,.1f} GiB that {c.node_host_source} holds on "
+                     f"the node: {opts['host_mem_gib']:,.1f} GiB for this engine")
     if c.memory_limit_bytes is not None and opts.get("container_mem_gib") is None:
         opts["container_mem_gib"] = c.memory_limit_bytes / GiB
         opts["container_mem_source"] = c.memory_limit_source

@@ -13,6 +13,7 @@ LWS controller injects (https://lws.sigs.k8s.io/docs/reference/labels-annotation
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kvplan import validate
@@ -162,11 +163,61 @@ def _gpus(limits: dict, requests: dict, where: str) -> int | None:
     return None
 
 
-def from_kube(doc: dict, source: str) -> list[Container]:
+_CAT = re.compile(r"^\$\(\s*cat\s+([^\s()$`;|&]+)\s*\)$")  # a whole word "$(cat /path)"
+
+
+def config_maps(docs: list, source: str) -> dict[str, dict[str, str]]:
+    """The ConfigMaps of the input: name -> data (string values only)."""
+    out: dict[str, dict[str, str]] = {}
+    for d in docs:
+        if is_kube(d) and d["kind"] == "ConfigMap" and isinstance(d.get("metadata"), dict):
+            data = validate.mapping(f"{source}: ConfigMap data", d.get("data"))
+            out[str(d["metadata"].get("name"))] = {str(k): v for k, v in data.items() if isinstance(v, str)}
+    return out
+
+
+def _files(pod: dict, mounts: list, maps: dict[str, dict[str, str]]) -> dict[str, tuple[str, str]]:
+    """path -> (content, ConfigMap name) of the container's ConfigMap volumes whose ConfigMap is known."""
+    vols = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
+    out: dict[str, tuple[str, str]] = {}
+    for m in mounts:
+        if not isinstance(m, dict):
+            continue
+        vol = vols.get(m.get("name"))
+        cm = vol.get("configMap") if isinstance(vol, dict) else None
+        name = str(cm.get("name")) if isinstance(cm, dict) else ""
+        data = maps.get(name)
+        if not data or not isinstance(m.get("mountPath"), str):
+            continue
+        base = m["mountPath"].rstrip("/")
+        if isinstance(m.get("subPath"), str):
+            if m["subPath"] in data:
+                out[base] = (data[m["subPath"]], name)
+            continue
+        out.update((f"{base}/{k}", (v, name)) for k, v in data.items())
+    return out
+
+
+def _cat(argv: list[str], files: dict[str, tuple[str, str]], notes: list[str]) -> list[str]:
+    """``$(cat /path)`` words read from the container's ConfigMap files the input shows."""
+    out = []
+    for t in argv:
+        m = _CAT.match(t) if "$(" in t else None
+        if m and m.group(1) in files:
+            content, name = files[m.group(1)]
+            notes.append(f"$(cat {m.group(1)}) read from ConfigMap {name[:253]}")
+            t = content
+        out.append(t)
+    return out
+
+
+def from_kube(doc: dict, source: str, maps: dict[str, dict[str, str]] | None = None) -> list[Container]:
+    """Engine containers of one workload document; ``maps`` are the ConfigMaps of the input (name -> data), so
+    ``$(cat <file>)`` from a ConfigMap volume reads its content."""
     kind = doc["kind"]
     if kind == "List":
         return [c for item in validate.sequence(f"{source}: List items", doc.get("items")) if is_kube(item)
-                for c in from_kube(item, source)]
+                for c in from_kube(item, source, maps)]
     meta = doc.get("metadata")
     name = str(meta.get("name") or "?")[:253] if isinstance(meta, dict) else "?"
     spec = doc.get("spec")
@@ -198,6 +249,7 @@ def from_kube(doc: dict, source: str) -> list[Container]:
             mounts = validate.sequence(f"{where} volumeMounts", c.get("volumeMounts"))
             shm, shm_src, ipc = _shm(pod, mounts, mem_bytes, where)
             notes = [f"$({v}) is not set in the manifest; left as written" for v in sorted(set(missing))]
+            launch = _cat(hit.argv, _files(pod, mounts, maps or {}), notes) if maps else hit.argv
             notes += [f"env {v} comes from a secret/config the manifest does not show" for v in unknown_env
                       if any(v in t for t in hit.argv)]
             req = requests.get("memory")
@@ -208,7 +260,7 @@ def from_kube(doc: dict, source: str) -> list[Container]:
             workload = f"{kind}/{name}" + (f" ({role})" if role else "")
             out.append(Container(
                 source=source, workload=workload, name=str(c.get("name") or "")[:253],
-                argv=tuple(images.with_engine_env(hit.argv, env)), env=env, image=image,
+                argv=tuple(images.with_engine_env(launch, env)), env=env, image=image,
                 memory_limit_bytes=mem_bytes, memory_limit_source=f"resources.limits.memory: {mem}" if mem else None,
                 memory_request_bytes=req_bytes,
                 memory_request_source=f"resources.requests.memory: {str(req)[:40]}" if req is not None else None,

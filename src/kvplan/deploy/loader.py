@@ -66,17 +66,58 @@ def _yaml_docs(text: str, source: str) -> list:
         raise KvplanError(f"{source}: YAML nested too deeply") from None
 
 
-def _stack(doc: object, source: str, kinds: list[str]) -> tuple[str, list[dict]] | None:
-    """The Kubernetes documents a serving stack renders from ``doc`` (its values), asked of every engine."""
+def _stack(doc: object, source: str, kinds: list[str], files: dict[str, dict[str, str]]) -> list[Container] | None:
+    """The containers of the Kubernetes documents a serving stack renders from ``doc`` (its values or its own
+    resource kind), asked of every engine; None when no engine's stack reads ``doc``."""
+    from kvplan.deploy import kube
     from kvplan.engines import all_engines
 
     for e in all_engines():
         notes: list[str] = []
         got = e.stack_documents(doc, source, notes)
+        if got is None:
+            continue
+        name, docs = got
+        kinds += [name, *notes]
+        out: list[Container] = []
+        for d in docs:
+            own = [str(n) for n in d.pop("_notes", ())]
+            out += [replace(c, notes=(*c.notes, f"rendered from {name} as its controller or chart renders it",
+                                      *own, *notes)) for c in kube.from_kube(d, source, files)]
+        return out
+    return None
+
+
+def _items(docs: list, source: str) -> list:
+    """The documents with each ``kind: List`` (``kubectl get ... -o yaml``) replaced by its items, so a serving
+    stack's own kinds inside one are read too."""
+    out: list = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and "apiVersion" in d:
+            out += validate.sequence(f"{source}: List items", d.get("items"))
+        else:
+            out.append(d)
+    return out
+
+
+def _node_server(doc: object, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
+    """A per-node cache server ``doc`` runs (asked of every engine), else None."""
+    from kvplan.engines import all_engines
+
+    for e in all_engines():
+        got = e.node_servers(doc, source)
         if got is not None:
-            kinds += [got[0], *notes]
             return got
     return None
+
+
+def _beside(out: list[Container], servers: list[tuple[str, int, str, dict]]) -> list[Container]:
+    """Each container with the per-node servers of the same input (their host memory and notes)."""
+    if not servers:
+        return out
+    held, names = sum(s[1] for s in servers), ", ".join(s[0] for s in servers)
+    return [replace(c, node_host_bytes=c.node_host_bytes + held, node_host_source=names,
+                    notes=(*c.notes, *(s[2] for s in servers))) for c in out]
 
 
 def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
@@ -93,22 +134,23 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
         return [slurm.from_sbatch(text, source)]
     yaml_keys = r"(?m)^(apiVersion|kind|services|servingEngineSpec)\s*:"
     if Path(name_hint).suffix.lower() in _YAML_EXT or re.search(yaml_keys, text):
-        docs = _yaml_docs(text, source)
+        docs = _items(_yaml_docs(text, source), source)
         out: list[Container] = []
         kinds: list[str] = []
+        servers = [s for s in (_node_server(d, source) for d in docs) if s is not None]
+        files = {**kube.config_maps(docs, source), **{k: v for s in servers for k, v in s[3].items()}}
         for doc in docs:
-            if compose.is_compose(doc):
+            if (server := _node_server(doc, source)) is not None:
+                kinds.append(server[0])
+            elif compose.is_compose(doc):
                 out += compose.from_compose(doc, source)
                 kinds.append("compose services")
+            elif (stack := _stack(doc, source, kinds, files)) is not None:  # a serving stack's own kind or values
+                out += stack
             elif kube.is_kube(doc):
                 kinds.append(doc["kind"])
                 if doc["kind"] not in kube.SKIPPED_KINDS:
-                    out += kube.from_kube(doc, source)
-            elif (stack := _stack(doc, source, kinds)) is not None:  # a serving stack's values: what it renders
-                name, docs = stack
-                for d in docs:
-                    out += [replace(c, notes=(*c.notes, f"rendered from {name} as its chart renders it"))
-                            for c in kube.from_kube(d, source)]
+                    out += kube.from_kube(doc, source, files)
             elif isinstance(doc, dict):
                 kinds.append("a mapping without apiVersion/kind or services")
             else:
@@ -117,8 +159,8 @@ def parse_text(text: str, source: str, name_hint: str = "") -> list[Container]:
             seen = ", ".join(dict.fromkeys(kinds)) or "nothing"
             raise KvplanError(f"{source}: no SGLang or vLLM container found (documents: {seen})",
                               "kvplan reads Pods, Deployments, StatefulSets, Jobs, LeaderWorkerSets, Compose services, "
-                              "vLLM production-stack values")
-        return out
+                              "vLLM production-stack values, KServe LLMInferenceServices")
+        return _beside(out, servers)
     for m in _DOCKER_RUN.finditer(text):  # docker run ... (shell text)
         line_start = text.rfind("\n", 0, m.start()) + 1
         chunk = re.sub(r"\\\r?\n", " ", text[line_start:])

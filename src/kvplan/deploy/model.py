@@ -30,6 +30,8 @@ class Container:
     nodes: int = 1  # nodes (pods) one copy of the engine spans
     replicas: int = 1  # independent copies of this workload
     engine_version: str | None = None  # from the image tag ("vllm/vllm-openai:v0.8.5" -> 0.8.5)
+    node_host_bytes: int = 0  # host memory per-node servers of the same input hold beside it (an LMCacheEngine)
+    node_host_source: str | None = None  # "LMCacheEngine/my-cache"
     notes: tuple[str, ...] = ()  # what was assumed or could not be read
 
     @property

@@ -252,7 +252,14 @@ class Engine(ABC):
     def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
         """A serving stack's own configuration for this engine (e.g. a Helm chart's values), rendered into the
         Kubernetes documents the stack makes of it: (the stack's name, the documents), or None when ``doc`` is not
-        one; ``notes`` gets what is not rendered."""
+        one; ``notes`` gets what is not rendered (kept with the containers rendered from ``doc``); a document's own
+        notes may ride under its ``_notes`` key (kept with its containers only)."""
+        return None
+
+    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
+        """A per-node cache server a stack's own resource runs beside this engine's pods (e.g. the LMCache
+        operator's ``LMCacheEngine``): (its name, the host bytes it holds on each node, a note, the ConfigMaps its
+        operator creates: name -> data), or None when ``doc`` is not one."""
         return None
 
     def cgroup_note(self, plan: Plan) -> str | None:

@@ -196,6 +196,11 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
     _check_env(env)
     extra = (v.get("kv_transfer_config") or {}).get("kv_connector_extra_config")
     if isinstance(extra, dict):
+        if "cpu_bytes_to_use" in extra:
+            from kvplan import validate
+
+            extra["cpu_bytes_to_use"] = validate.size_bytes(
+                "--kv-transfer-config kv_connector_extra_config cpu_bytes_to_use", extra["cpu_bytes_to_use"])
         for key in ("lmcache.max_local_cpu_size", "max_local_cpu_size"):
             if key in extra:
                 from kvplan import validate

@@ -190,9 +190,18 @@ class VLLMEngine(Engine):
         return report.rank_rows(plan)
 
     def stack_documents(self, doc: Any, source: str, notes: list[str]) -> tuple[str, list[dict]] | None:
-        from kvplan.engines.vllm import prodstack
+        from kvplan.engines.vllm import kserve, prodstack
 
-        return (prodstack.CHART, prodstack.to_kube(doc, source, notes)) if prodstack.is_values(doc) else None
+        if prodstack.is_values(doc):
+            return prodstack.CHART, prodstack.to_kube(doc, source, notes)
+        if kserve.is_llmisvc(doc):
+            return kserve.STACK, kserve.to_kube(doc, source, notes)
+        return None
+
+    def node_servers(self, doc: Any, source: str) -> tuple[str, int, str, dict[str, dict[str, str]]] | None:
+        from kvplan.engines.vllm import lmcache_operator
+
+        return lmcache_operator.node_server(doc, source) if lmcache_operator.is_engine(doc) else None
 
     def cgroup_note(self, plan: Plan) -> str | None:
         return deploy.cgroup_note(plan)

@@ -100,9 +100,23 @@ def lmcache_tier(args: VLLMArgs, ranks_node: int, is_mla: bool, chunk_bytes_per_
                                               1 if first_only else ranks_node, True))
 
 
+def offloading_connector_bytes(args: VLLMArgs) -> int | None:
+    """``cpu_bytes_to_use`` of an ``OffloadingConnector`` the launch configures itself (what
+    ``--kv-offloading-size`` sets for the whole engine from 0.14; KServe's ``kvCacheOffloading`` writes it), else
+    None."""
+    if args.connector != "OffloadingConnector":
+        return None
+    extra = (args.kv_transfer_config or {}).get("kv_connector_extra_config") or {}
+    return int(extra["cpu_bytes_to_use"]) if "cpu_bytes_to_use" in extra else None
+
+
 def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ranks_node: int,
-                mla_replicated: bool) -> HostTier:
-    total = int((args.kv_offloading_size or 0.0) * GiB)
+                mla_replicated: bool, total_bytes: int | None = None) -> HostTier:
+    """The native CPU tier of ``--kv-offloading-size`` (or of ``total_bytes`` given as the connector's own
+    ``cpu_bytes_to_use``: same tier, no flag to resize)."""
+    total = int((args.kv_offloading_size or 0.0) * GiB) if total_bytes is None else total_bytes
+    given = f"--kv-offloading-size {args.kv_offloading_size:g} GiB" if total_bytes is None else \
+        f"OffloadingConnector cpu_bytes_to_use {total_bytes / GiB:g} GiB"
     world = args.world_size
     copies = 1 if mla_replicated else world  # MLA replicated layout keeps one copy for all TP ranks
     align = getattr(rules, "native_offload_chunk_align", 4096) or 1
@@ -111,7 +125,7 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
     region = chunks * chunk
     slot = chunks * bytes_per_block  # each rank's slot of every chunk row (the whole row when replicated)
     ranks = min(ranks_node, world)
-    notes = [f"--kv-offloading-size {args.kv_offloading_size:g} GiB is the total for one engine, split over "
+    notes = [f"{given} is the total for one engine, split over "
              f"{world} workers: {chunks:,} chunks × {chunk:,} B = {region / GiB:,.1f} GiB, "
              f"{chunks * block_size:,} CPU tokens" + (" (MLA: one copy shared by all TP ranks)" if copies == 1 else "")]
     shm, shared = 0, None
@@ -127,9 +141,12 @@ def native_tier(args: VLLMArgs, rules, bytes_per_block: int, block_size: int, ra
         notes.append("pinned per worker with torch pin_memory (rounded up to powers of two; vLLM #53042: 1.92×)")
     else:
         per_rank = pinned = (slot,) * ranks
-    return HostTier("kv-offloading-native", "--kv-offloading-size", "GiB in total per engine (all TP×PP ranks)",
+    flag = "--kv-offloading-size" if total_bytes is None else "--kv-transfer-config cpu_bytes_to_use"
+    return HostTier("kv-offloading-native", flag, "GiB in total per engine (all TP×PP ranks)",
                     per_rank, pinned, chunks * block_size, tuple(notes), shm_bytes=shm, shared_bytes=shared,
-                    fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False))
+                    fix=TierFix("--kv-offloading-size", False, GiB, "engine", 1, False) if total_bytes is None
+                    else None,
+                    given=None if total_bytes is None else f"{given} (in total for the engine)")
 
 
 def cpu_offload_tier(args: VLLMArgs, ranks_node: int, weights_bytes_per_rank: int = 0) -> HostTier:

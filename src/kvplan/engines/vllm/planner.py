@@ -272,6 +272,9 @@ def host_tiers(args: VLLMArgs, rules, model, bytes_per_block: int, block: int,
             tiers.append(hosts.lmcache_tier(args, ranks_node, model.is_mla, cell, share,
                                             f"--kv-offloading-size {args.kv_offloading_size:g} / {args.world_size}"
                                             " ranks -> lmcache.max_local_cpu_size"))
+    elif (own := hosts.offloading_connector_bytes(args)) is not None and rules.kv_offloading_native:
+        mla_repl = model.is_mla and args.tensor_parallel_size > 1 and args.pipeline_parallel_size == 1
+        tiers.append(hosts.native_tier(args, rules, bytes_per_block, block, ranks_node, mla_repl, own))
     elif args.connector and "lmcache" in args.connector.lower() and "mp" not in args.connector.lower():
         size, src = hosts._lmcache_size_gib(args)
         tiers.append(hosts.lmcache_tier(args, ranks_node, model.is_mla, cell, size, src))

@@ -13,7 +13,8 @@ ID = "shm-too-small"
 
 def check(ctx: FindingContext) -> list[Finding]:
     p = ctx.plan
-    need = sum(t.shm_bytes for t in vllm_settings(p).host_tiers)
+    tiers = [t for t in vllm_settings(p).host_tiers if t.shm_bytes]
+    need = sum(t.shm_bytes for t in tiers)
     if not need:
         return []
     have = p.per_node.shm_bytes
@@ -27,4 +28,12 @@ def check(ctx: FindingContext) -> list[Finding]:
         else f"this machine has {have / GiB:,.1f} GiB"
     return [Finding(ID, "error", f"per node: the native offload region needs {need / GiB:,.1f} GiB of /dev/shm, "
                     f"{where}", "docker: --ipc=host or --shm-size; Kubernetes: an emptyDir with medium: Memory "
-                    "mounted at /dev/shm (sizeLimit above the region); or lower --kv-offloading-size")]
+                    f"mounted at /dev/shm (sizeLimit above the region); or lower {_size_setting(tiers)}")]
+
+
+def _size_setting(tiers: list) -> str:
+    """The setting that sizes the region: --kv-offloading-size, or the connector's own cpu_bytes_to_use (KServe's
+    kvCacheOffloading.cpu writes it)."""
+    flags = {t.flag for t in tiers}
+    return "--kv-offloading-size" if flags <= {"--kv-offloading-size"} else \
+        "cpu_bytes_to_use in --kv-transfer-config (KServe: spec.kvCacheOffloading.cpu)"
