@@ -231,3 +231,28 @@ def test_kimi_k25_nvfp4_tp8_per_rank():
     for e in (sg("nvidia/Kimi-K2.5-NVFP4", "--tp 8"), vl("nvidia/Kimi-K2.5-NVFP4", "-tp 8", version="0.18.0")):
         assert e.parts["experts"] == pytest.approx(experts, rel=1e-3)
         assert 60 * GiB <= e.bytes_per_rank <= 85 * GiB
+
+
+@pytest.mark.parametrize("gpu, platform, version, fused", [
+    # 0.4.6 determine_n_share_experts_fusion: torch.cuda.get_device_capability() >= (9, 0)
+    ("NVIDIA H100 80GB HBM3", "cuda", "0.4.6", True), ("NVIDIA A100-SXM4-80GB", "cuda", "0.4.6", False),
+    ("NVIDIA L40S", "cuda", "0.4.6", False),  # 8.9
+    # 0.5.9 determine_num_fused_shared_experts: CUDA >= (8, 0); ROCm >= (9, 4) (gfx942: MI300X; gfx90a: MI250X)
+    ("NVIDIA A100-SXM4-80GB", "cuda", "0.5.9", True), ("Tesla V100-SXM2-32GB", "cuda", "0.5.9", False),
+    ("AMD Instinct MI300X", "rocm", "0.5.9", True), ("AMD Instinct MI250X", "rocm", "0.5.9", False),
+])
+def test_shared_expert_fusion_follows_the_device_capability(gpu, platform, version, fused):
+    """The capability is the GPU catalog's (https://developer.nvidia.com/cuda-gpus; ROCm's gfx target)."""
+    args = parse_sglang(split_command("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8"))
+    e = sglang_stage(resolve_model("deepseek-ai/DeepSeek-V3"), args, platform, version, None, None, gpu)
+    assert ("shared_experts" not in e.parts) == fused
+
+
+def test_device_capability_from_the_catalog():
+    from kvplan.hardware.gpus import lookup_gpu
+
+    assert lookup_gpu("h100").device_capability == (9, 0)
+    assert lookup_gpu("rtx-5090").device_capability == (12, 0)
+    assert lookup_gpu("mi300x").device_capability == (9, 4)  # gfx942
+    assert lookup_gpu("mi355x").device_capability == (9, 5)  # gfx950
+    assert lookup_gpu("mi250x").device_capability == (9, 0)  # gfx90a

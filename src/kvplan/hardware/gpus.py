@@ -56,6 +56,17 @@ class GPU:
         return float(self.compute_capability) if self.compute_capability else None
 
     @property
+    def device_capability(self) -> tuple[int, int] | None:
+        """What ``torch.cuda.get_device_capability()`` returns on this part: NVIDIA (major, minor) of the compute
+        capability; AMD the gfx target's (major, minor) as HIP reports it (gfx942 -> (9, 4), gfx90a -> (9, 0))."""
+        if self.compute_capability:
+            major, minor = self.compute_capability.split(".")
+            return int(major), int(minor)
+        arch = self.architecture or ""
+        m = re.fullmatch(r"gfx(\d{1,2})([0-9a-f])[0-9a-f]", arch)
+        return (int(m.group(1)), int(m.group(2), 16)) if m else None
+
+    @property
     def total_bytes(self) -> int:
         return self.total_mib * (1 << 20)
 
