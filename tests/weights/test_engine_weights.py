@@ -256,3 +256,16 @@ def test_device_capability_from_the_catalog():
     assert lookup_gpu("mi300x").device_capability == (9, 4)  # gfx942
     assert lookup_gpu("mi355x").device_capability == (9, 5)  # gfx950
     assert lookup_gpu("mi250x").device_capability == (9, 0)  # gfx90a
+
+
+@pytest.mark.parametrize("gpu, refused", [("h100", True), ("l40s", True), ("b200", False), ("rtx-5090", False)])
+def test_sglang_says_it_refuses_nvfp4_below_blackwell(gpu, refused):
+    """SGLang 0.5.9 loader.py::_get_quantization_config: major*10+minor < ModelOptFp4Config.get_min_capability()
+    (100) raises; H100 is 90, L40S 89, B200 100, RTX 5090 120 (https://developer.nvidia.com/cuda-gpus)."""
+    from kvplan import check
+
+    plan = check("python -m sglang.launch_server --model-path nvidia/Kimi-K2.5-NVFP4 --tp 8", gpu=gpu,
+                 engine_version="0.5.9", host_mem_gib=2048.0).to_dict()
+    said = [a for a in plan["assumptions"] if "Minimum capability: 100" in a]
+    assert bool(said) == refused
+    assert 60 <= plan["per_rank"]["weights_gib"] <= 85  # planned either way

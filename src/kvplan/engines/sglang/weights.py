@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.engines.sglang.capability import device_capability, quant_refusal
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
@@ -172,13 +173,6 @@ def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str
     return estimate_stage(model, args, cluster_platform, version, checkpoint_dir, None, gpu_name)
 
 
-def _capability(gpu_name: str | None) -> tuple[int, int] | None:
-    from kvplan.hardware.gpus import find_gpu
-
-    g = find_gpu(gpu_name)
-    return g.device_capability if g is not None else None
-
-
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
                    stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), once per model, layout flags
@@ -186,7 +180,7 @@ def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, 
     from kvplan.models.weights import checkpoint_key
 
     wa = WeightArgs.of(args)
-    cap = _capability(gpu_name)
+    cap = device_capability(gpu_name)
     key = (model.identity, wa, cluster_platform, version, stage, cap, checkpoint_key(checkpoint_dir))
     return _ESTIMATES.get(key, lambda: _estimate_stage(model, wa, cluster_platform, version, checkpoint_dir, stage,
                                                        cap))
@@ -356,7 +350,9 @@ def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
         return WeightsPlan.given(b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",))
     est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path),
                            gpu_name)
-    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact)
+    refusal = quant_refusal(model, gpu_name, version)
+    notes = (refusal, *est.assumptions) if refusal else est.assumptions
+    return WeightsPlan.estimated(est.bytes_per_rank, notes, est.exact)
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:
