@@ -1,7 +1,8 @@
 """Leave-one-out for ``benchmarks/preflight.py``: each log planned again with every calibration it feeds refitted
 without it, so the figure is not the model grading the data it was fitted on.
 
-Which calibrations a log feeds: its ``source`` (URL, or ``find_string`` index id) cited by kvplan's calibration data.
+Which calibrations a log feeds: its ``source`` (URL, or ``find_string`` index id) or its case id cited by kvplan's
+calibration data.
 
 - ``engines/sglang/baseline_data.py`` (SGLang's free-memory baseline, medians over ``POINTS``): refitted without the
   points whose source is the log's (``baseline._fit``), as ``baseline.residuals(leave_one_out=True)`` does.
@@ -59,10 +60,14 @@ def _cites(text: str, key: str) -> bool:
 def feeds(case: dict) -> dict[str, list[str]]:
     """Calibration data that cites this case's source: {module or 'hardware/gpus.json': [what]}."""
     keys = source_keys(str(case.get("source") or ""))
+    cid = str(case.get("id") or "")
     out: dict[str, list[str]] = {}
     for path, text in _calibration_texts().items():
         if any(_cites(text, k) for k in keys):
             out.setdefault(path, []).append("cites the source")
+        tail = cid.split("-", 2)[2] if cid.count("-") >= 2 else ""  # "A / -tail": a sibling id abbreviated
+        if cid and (_cites(text, cid) or (len(tail) >= 15 and _cites(text, "-" + tail))):
+            out.setdefault(path, []).append("cites the case id")
     for gpu, srcs in _gpu_torch_sources().items():
         if keys & srcs:
             out.setdefault("hardware/gpus.json", []).append(gpu)
