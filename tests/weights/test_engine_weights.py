@@ -269,3 +269,20 @@ def test_sglang_says_it_refuses_nvfp4_below_blackwell(gpu, refused):
     said = [a for a in plan["assumptions"] if "Minimum capability: 100" in a]
     assert bool(said) == refused
     assert 60 <= plan["per_rank"]["weights_gib"] <= 85  # planned either way
+
+
+@pytest.mark.parametrize("version, gpu, doubled", [
+    ("0.9.2", "NVIDIA B200", True),  # CUTLASS path: swizzled copy beside the loaded weight_scale
+    ("0.11.0", "NVIDIA B200", False),  # 0.11.0 replaces weight_scale with the swizzled tensor
+    ("0.9.2", "NVIDIA H100 80GB HBM3", False),  # Marlin path: the swizzled copy is deleted
+])
+def test_vllm_092_keeps_nvfp4_block_scales_twice_on_blackwell(version, gpu, doubled):
+    """vLLM 0.9.2 ModelOptNvFp4FusedMoE.process_weights_after_loading: w13/w2_blockscale_swizzled added, the loaded
+    w13/w2_weight_scale kept (CUTLASS, capability 10.x). Tiny MoE at TP2: per rank 2 layers x 8 experts x 3 linears
+    x 64 x 256 / 16 fp8 scales = 49,152 B more."""
+    args = parse_vllm(split_command("vllm serve /m -tp 2"))
+    from kvplan.engines.vllm.weights import estimate_stage as vllm_stage
+
+    e = vllm_stage(_tiny_moe(NVFP4), args, "cuda", version, None, None, gpu)
+    extra = e.parts.get("nvfp4_swizzled_scales", 0)
+    assert extra == (2 * 8 * 3 * 64 * 256 // 16 if doubled else 0)
