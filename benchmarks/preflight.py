@@ -9,9 +9,13 @@ the engine then logged.
 its cases may carry ``model_config`` (a vendored config.json, relative to the corpus), passed to ``check``.
 
 Compared figure: SGLang ``#tokens`` / ``max_total_num_tokens`` (per rank); vLLM ``GPU KV cache size`` tokens
-(V1) or ``# GPU blocks`` (V0). Ends with the line
-``preflight: N cases, X % within 1 %, Y % within 2 %, band coverage Z %, median band width W %``
-where the band is the plan's ``per_rank.kv_tokens_range`` and its width is (hi - lo) / predicted.
+(V1) or ``# GPU blocks`` (V0). Ends with, per corpus, the in-sample line
+``preflight: N cases, X % within 1 %, Y % within 2 %, band coverage Z %, median band width W % (half-width H %)``
+where the band is the plan's ``per_rank.kv_tokens_range``, its width (hi - lo) / predicted and its half-width
+half that; the same figures leave-one-out (``preflight_loo``: each log planned again with every calibration it
+feeds refitted without it; logs feeding a fixed, hand-read figure are not scored there); and the per-component
+table (``preflight_components``: weights, baseline, activation peak, graphs, non-torch, KV memory, KV tokens per
+engine-version range, against every log that prints the component).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from pathlib import Path
 
 from corpus import DEFAULT_CORPUS, engine_version, gpu_option, load_cases, model_config, model_id  # noqa: E402
 from corpus import command as case_command  # noqa: E402
+from preflight_components import component_errors, version_range  # noqa: E402
+from preflight_components import table as component_table  # noqa: E402
+from preflight_loo import loo_row  # noqa: E402
 
 TOKEN_KEYS = ("kv_tokens", "max_total_num_tokens", "gpu_kv_cache_tokens", "gpu_kv_tokens")
 
@@ -58,6 +65,12 @@ def predicted(plan: dict, figure: str) -> tuple[int | None, list[float] | None]:
 
 
 def run_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> dict | None:
+    """The case's row: logged vs planned KV figure and band (None: not a preflight case)."""
+    return plan_case(case, corpus)[0]
+
+
+def plan_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> tuple[dict | None, dict | None]:
+    """(row, plan as a dict) of one case; the plan is None where kvplan refused or the case is not planned."""
     from kvplan import check
     from kvplan.errors import KvplanError
 
@@ -69,13 +82,13 @@ def run_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> dict | None:
            "gpu": opts.get("gpu") or (f"{opts['gpu_mem_mib']} MiB" if opts and "gpu_mem_mib" in opts else None),
            "gpu_inferred": bool(case.get("gpu_inferred"))}
     if fig is None or cmd is None or not (opts or case.get("gpu")):
-        return None  # not a preflight case: no KV figure, no command/model, or no GPU named or implied
+        return None, None  # not a preflight case: no KV figure, no command/model, or no GPU named or implied
     row["figure"], row["observed"] = fig
     if not opts:  # a GPU is named, but kvplan's catalog lacks it and the log printed no total: report, don't hide
         row["gpu"], row["version"] = case["gpu"], engine_version(case) or "?"
         row["reason"] = (f"GPU {case['gpu']!r} is not in kvplan's GPU catalog and the log printed no total memory "
                          "(kvplan gpus lists the catalog)")
-        return row
+        return row, None
     if engine_version(case):
         opts["engine_version"] = engine_version(case)
     if model_config(case, corpus):
@@ -85,31 +98,58 @@ def run_case(case: dict, corpus: Path = DEFAULT_CORPUS) -> dict | None:
         plan = check(cmd, host_mem_gib=4096.0, **opts).to_dict()
     except KvplanError as e:
         row["reason"] = str(e)
-        return row
+        return row, None
     except Exception as e:  # noqa: BLE001 - a crash is a bug: show it, keep going
         row["reason"] = f"CRASH {type(e).__name__}: {e}"
-        return row
+        return row, None
     pred, band = predicted(plan, fig[0])
     row["predicted"], row["band"] = pred, band
     if pred is not None:
         row["error_pct"] = round((pred - fig[1]) / fig[1] * 100, 2)
-    return row
+    return row, plan
+
+
+def figures(rows: list[dict]) -> dict | None:
+    """Within 1 % / 2 %, band coverage and median band width / half-width (%) of the scored rows."""
+    done = [r for r in rows if r["error_pct"] is not None]
+    if not done:
+        return None
+    n = len(done)
+    banded = [r for r in done if r["band"]]
+    widths = [(r["band"][1] - r["band"][0]) / r["predicted"] * 100 for r in banded]
+    return {"n": n, "within_1_pct": 100 * sum(abs(r["error_pct"]) <= 1 for r in done) / n,
+            "within_2_pct": 100 * sum(abs(r["error_pct"]) <= 2 for r in done) / n,
+            "band_coverage_pct": (100 * sum(r["band"][0] <= r["observed"] <= r["band"][1] for r in banded)
+                                  / len(banded)) if banded else None,
+            "median_band_width_pct": statistics.median(widths) if widths else None,
+            "median_half_width_pct": statistics.median(widths) / 2 if widths else None}
+
+
+def _figs(f: dict) -> str:
+    cov = f"{f['band_coverage_pct']:.0f} %" if f["band_coverage_pct"] is not None else "n/a (no band)"
+    wid = (f"{f['median_band_width_pct']:.1f} % (half-width {f['median_half_width_pct']:.1f} %)"
+           if f["median_band_width_pct"] is not None else "n/a")
+    return (f"{f['within_1_pct']:.0f} % within 1 %, {f['within_2_pct']:.0f} % within 2 %, band coverage {cov}, "
+            f"median band width {wid}")
 
 
 def summary(rows: list[dict]) -> str:
-    done = [r for r in rows if r["error_pct"] is not None]
-    n = len(done)
-    if not n:
+    f = figures(rows)
+    if f is None:
         return f"preflight: {len(rows)} cases, none planned"
-    w1 = sum(abs(r["error_pct"]) <= 1 for r in done)
-    w2 = sum(abs(r["error_pct"]) <= 2 for r in done)
-    banded = [r for r in done if r["band"]]
-    cover = sum(r["band"][0] <= r["observed"] <= r["band"][1] for r in banded)
-    width = statistics.median((r["band"][1] - r["band"][0]) / r["predicted"] * 100 for r in banded) if banded else None
-    cov = f"{100 * cover / len(banded):.0f} %" if banded else "n/a (no band)"
-    wid = f"{width:.1f} %" if width is not None else "n/a"
-    return (f"preflight: {n} cases, {100 * w1 / n:.0f} % within 1 %, {100 * w2 / n:.0f} % within 2 %, "
-            f"band coverage {cov}, median band width {wid} ({len(rows) - n} refused)")
+    return f"preflight: {f['n']} cases, {_figs(f)} ({len(rows) - f['n']} refused)"
+
+
+def loo_summary(rows: list[dict]) -> str:
+    """The leave-one-out line: how many logs were held out anyway, refitted, or not scored (fixed figures)."""
+    kinds = [str(r.get("loo") or "") for r in rows if r.get("predicted") is not None]
+    held, refit = kinds.count("held-out"), kinds.count("refit")
+    fixed = sum(k.startswith("fixed") for k in kinds)
+    scored = [r for r in rows if not str(r.get("loo") or "").startswith("fixed")]
+    f = figures(scored)
+    head = f"leave-one-out: of {len(kinds)} planned, {held} feed no calibration, {refit} planned again with their " \
+           f"calibrations refitted without them, {fixed} not scored (feed a fixed figure)"
+    return head + (f"; {f['n']} scored: {_figs(f)}" if f else "; none scored")
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -126,24 +166,46 @@ def table(rows: list[dict]) -> list[str]:
     return out
 
 
+def run_corpus(corpus: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """(in-sample rows, leave-one-out rows, per-component rows) of one corpus."""
+    rows, loo, comps = [], [], []
+    for c in load_cases(corpus):
+        row, plan = plan_case(c, corpus)
+        if row is None:
+            continue
+        rows.append(row)
+        lr = loo_row(c, lambda c=c: run_case(c, corpus))
+        if lr is not None:
+            loo.append(lr)
+        if plan is not None:
+            rng = version_range(row["engine"], str(row.get("version")))
+            comps.extend(dict(x, engine=row["engine"], range=rng, id=row["id"])
+                         for x in component_errors(c, plan, row))
+    return rows, loo, comps
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", action="append", help="corpus directory (repeatable); default ../shared/logcorpus")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     corpora = [Path(c) for c in (a.corpus or [str(DEFAULT_CORPUS)])]
-    results = []
-    for corpus in corpora:
-        rows = [r for r in (run_case(c, corpus) for c in load_cases(corpus)) if r is not None]
-        results.append((corpus, rows))
+    results = [(corpus, *run_corpus(corpus)) for corpus in corpora]
     if a.json:
-        print(json.dumps({str(c): rows for c, rows in results}, indent=1))
+        print(json.dumps({str(c): {"rows": rows, "in_sample": figures(rows), "leave_one_out_rows": loo,
+                                   "leave_one_out": figures([r for r in loo if not str(r.get("loo") or "")
+                                                             .startswith("fixed")]),
+                                   "components": comps} for c, rows, loo, comps in results}, indent=1))
         return
-    for corpus, rows in results:
+    for corpus, rows, _, comps in results:
         print(f"== {corpus}")
         print("\n".join(table(rows)))
-    for corpus, rows in results:
-        print(summary(rows) + (f"  [{corpus.name}]" if len(results) > 1 else ""))
+        print(f"-- per component (per rank; error = predicted - logged) [{corpus.name}]")
+        print("\n".join(component_table(comps)))
+    for corpus, rows, loo, _ in results:
+        tag = f"  [{corpus.name}]" if len(results) > 1 else ""
+        print(summary(rows) + tag)
+        print(loo_summary(loo) + tag)
 
 
 if __name__ == "__main__":

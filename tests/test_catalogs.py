@@ -92,3 +92,26 @@ def test_catalogs_fit_the_width_in_bytes(cmd, width, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert max(len(line.encode()) for line in out.splitlines()) <= width
     assert "70,272" in out or "97,887" in out  # the figures are there at every width
+
+
+# issue 24: the compute capability NVIDIA's CUDA GPUs page lists (https://developer.nvidia.com/cuda-gpus)
+@pytest.mark.parametrize("name, cc", [
+    ("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA L4", "8.9"), ("NVIDIA A100-SXM4-80GB", "8.0"), ("NVIDIA B200", "10.0"),
+    ("NVIDIA GeForce RTX 5090", "12.0"), ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "12.0"), ("Tesla T4", "7.5"),
+    ("Tesla V100-SXM2-32GB", "7.0"), ("NVIDIA A10G", "8.6"), ("NVIDIA H20", "9.0"), ("NVIDIA L40S", "8.9"),
+])
+def test_gpus_json_carries_the_compute_capability(name, cc, capsys):
+    assert main(["gpus", "--json"]) == 0
+    g = {x["name"]: x for x in json.loads(capsys.readouterr().out)["gpus"]}
+    assert g[name]["compute_capability"] == cc
+    assert g[name]["compute_capability_source"] == "https://developer.nvidia.com/cuda-gpus"
+
+
+def test_every_nvidia_gpu_has_a_compute_capability_and_amd_none():
+    for g in all_gpus():
+        if g.vendor == "nvidia":
+            assert g.compute_capability and float(g.compute_capability) >= 7.0 and g.architecture, g.name
+            assert g.compute_capability_source, g.name
+        else:
+            assert g.compute_capability is None and (g.architecture or "").startswith("gfx"), g.name

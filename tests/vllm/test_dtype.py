@@ -55,9 +55,12 @@ def test_engine_refuses(version, flag, cfg, model_type, cc):
         resolve_dtype(version, flag, cfg, model_type, "cuda", cc)
 
 
-@pytest.mark.parametrize("name, want", [
-    ("Tesla T4", ("cuda", 7.5)), ("Tesla V100-SXM2-32GB", ("cuda", 7.0)), ("NVIDIA H100 80GB HBM3", ("cuda", 8.0)),
-    ("NVIDIA GeForce RTX 4090", ("cuda", 8.0)), ("AMD Instinct MI300X", ("rocm", None)),
+@pytest.mark.parametrize("name, want", [  # https://developer.nvidia.com/cuda-gpus
+    ("Tesla T4", ("cuda", 7.5)), ("Tesla V100-SXM2-32GB", ("cuda", 7.0)), ("NVIDIA H100 80GB HBM3", ("cuda", 9.0)),
+    ("h100", ("cuda", 9.0)), ("NVIDIA L4", ("cuda", 8.9)), ("NVIDIA B200", ("cuda", 10.0)),
+    ("NVIDIA GeForce RTX 4090", ("cuda", 8.9)), ("NVIDIA GeForce RTX 5090", ("cuda", 12.0)),
+    ("AMD Instinct MI300X", ("rocm", None)),
+    ("Tesla P100-PCIE-16GB", ("cuda", 6.0)), ("NVIDIA Imaginary X1", ("cuda", 8.0)),  # uncatalogued: by name
 ])
 def test_platform_of(name, want):
     assert platform_of(name, False) == want

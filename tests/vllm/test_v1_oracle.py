@@ -36,12 +36,39 @@ def test_compute_capability(version, cc, expected):
     ("0.8.2", "cuda", 9.0, "fp8", None),  # FA3 on Hopper supports fp8
     ("0.8.5", "cuda", 8.0, "fp8", "--kv-cache-dtype"),  # A100: FlashAttention 2, no fp8
     ("0.9.2", "cuda", 10.0, "fp8_e4m3", "--kv-cache-dtype"),  # Blackwell: FA2 in 0.9
-    ("0.8.5", "rocm", None, "fp8", None),  # ROCm supported from 0.8.5
+    ("0.9.0", "rocm", None, "fp8", None),  # ROCm supported from 0.9.0 (the is_rocm() branch)
+    ("0.8.5", "rocm", None, "fp8", "--kv-cache-dtype"),  # ... absent from the 0.8.5 wheel's oracle
     ("0.8.2", "rocm", None, "fp8", "--kv-cache-dtype"),
+    ("0.9.2", "cuda", 9.0, "fp8", None),  # H100: FA3, major 9
+    ("0.9.2", "cuda", 8.9, "fp8", "--kv-cache-dtype"),  # L4: major 8, FA2
+    ("0.9.2", "cuda", 12.0, "fp8", "--kv-cache-dtype"),  # RTX 5090: major 12
+    ("0.9.2", "cuda", 9.0, "int8", "--kv-cache-dtype"),  # not fp8: FA3 does not help
     ("0.10.0", "cuda", 8.0, "fp8", None),  # 0.10 asks the platform, which supports fp8 on CUDA
 ])
 def test_kv_cache_dtype(version, platform, cc, kv, expected):
     assert fb(version, platform=platform, cc=cc, kv_cache_dtype=kv) == expected
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"VLLM_ATTENTION_BACKEND": "FLASHINFER"}, "--kv-cache-dtype"),  # will_use_fa is False
+    ({"VLLM_ATTENTION_BACKEND": "FLASH_ATTN_VLLM_V1"}, None),
+    ({"VLLM_FLASH_ATTN_VERSION": "2"}, "--kv-cache-dtype"),  # get_flash_attn_version() == 2
+    ({"VLLM_FLASH_ATTN_VERSION": "3"}, None),
+])
+def test_fp8_kv_on_hopper_follows_the_attention_env(env, expected):
+    """0.9.2 arg_utils.py: will_use_fa = (is_cuda and VLLM_ATTENTION_BACKEND unset) or == FLASH_ATTN_VLLM_V1."""
+    assert fb("0.9.2", cc=9.0, kv_cache_dtype="fp8", env=env) == expected
+
+
+@pytest.mark.parametrize(("gpu", "kind"), [("h100", "v1"), ("h200", "v1"), ("a100", "v0"), ("l4", "v0"),
+                                           ("b200", "v0")])
+def test_0_9_2_fp8_kv_plans_v1_on_hopper(gpu, kind):
+    """Issue 24: vLLM 0.9.2 keeps V1 for fp8 KV where FA3 runs it (capability 9.x from the GPU catalog: H100 and
+    H200 9.0, https://developer.nvidia.com/cuda-gpus); A100 8.0, L4 8.9 and B200 10.0 fall back to V0."""
+    plan = check("vllm serve Qwen/Qwen3-8B --kv-cache-dtype fp8", gpu=gpu, engine_version="0.9.2",
+                 host_mem_gib=256.0).to_dict()
+    assert plan["settings"]["engine_kind"] == kind
+    assert any("Falling back to V0" in a for a in plan["assumptions"]) == (kind == "v0")
 
 
 def test_float32_and_v0_only_flags():

@@ -182,3 +182,107 @@ def test_expert_parallel_vllm():
     assert tp == ep == 48 * 128 * 3 * 2048 * 768 * 2 // 4  # 128 experts over 4 ranks either way
     dp = vl("Qwen/Qwen3-30B-A3B", "-tp 4 -dp 2 --enable-expert-parallel").parts["experts"]
     assert dp == tp // 2  # ep = dp x tp = 8
+
+
+# ---- ModelOpt NVFP4 (issue 24) ----------------------------------------------------------------------------------
+TINY_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 256,
+            "intermediate_size": 512, "moe_intermediate_size": 128, "num_experts": 8, "num_experts_per_tok": 2,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+            "vocab_size": 1000, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
+            "tie_word_embeddings": False}
+# config.json form of a ModelOpt NVFP4 export (nvidia/*-NVFP4): quant_algo + HF config_groups + ignore
+NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": ["lm_head", "model.layers.*.self_attn*"],
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float",
+                                                                            "group_size": 16}}}}
+
+
+def _tiny_moe(quant: dict | None):
+    cfg = dict(TINY_MOE, **({"quantization_config": quant} if quant else {}))
+    return spec_from_config(cfg, "tiny-moe-nvfp4")
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+@pytest.mark.parametrize("quant", [NVFP4, {"quant_method": "modelopt",  # hf_quant_config.json form
+                                           "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                            "exclude_modules": ["lm_head", "*self_attn*"]}}])
+def test_nvfp4_experts_by_hand_both_engines(engine, quant):
+    """ModelOpt NVFP4 at TP2: each expert linear [out, in] is split over 2 ranks and stored as 4-bit values (out·in/2
+    bytes) + one fp8 scale per 16 (out·in/16 bytes) + fp32 weight_scale_2 and input_scale (8 B, whole on every
+    rank): ``ModelOptNvFp4FusedMoEMethod.create_weights`` (SGLang 0.5.9 / vLLM modelopt.py). Per rank and layer:
+    8 experts × 3 linears × (64·256 elements × 0.5625 B + 8 B); excluded attention stays bf16."""
+    per_linear = 64 * 256 // 2 + 64 * 256 // 16 + 8  # 8192 + 1024 + 8 = 9,224 B
+    expected = 2 * 8 * 3 * per_linear  # 2 layers × 8 experts × (gate, up, down) = 442,752 B per rank
+    if engine == "sglang":
+        args = parse_sglang(split_command("python -m sglang.launch_server --model-path /m --tp 2"))
+        q, bf = (sglang_stage(_tiny_moe(x), args, "cuda", "0.5.9", None, None) for x in (quant, None))
+    else:
+        args = parse_vllm(split_command("vllm serve /m -tp 2"))
+        q, bf = (vllm_weights(_tiny_moe(x), args, "cuda", "0.18.0", None) for x in (quant, None))
+    assert q.parts["experts"] == expected
+    assert bf.parts["experts"] == 2 * 8 * 3 * 64 * 256 * 2  # bf16: 786,432 B, 1.78× the NVFP4 figure
+    assert q.parts["attention"] == bf.parts["attention"]  # in the exclude list: bf16 either way
+
+
+def test_kimi_k25_nvfp4_tp8_per_rank():
+    """nvidia/Kimi-K2.5-NVFP4 at TP8: 60 MoE layers × 384 experts × 3 × 2048 × 7168 elements at 0.5625 B / 8 ranks
+    = 66.45 GiB of experts (+ 24 B fp32 scales per expert); attention stays bf16 (``ignore`` lists every
+    self_attn). The issue's bound: 60-85 GiB of weights per rank (the INT4 release holds ~72)."""
+    experts = 60 * 384 * (3 * 2048 * 7168 * 9 // 16 + 24) // 8
+    for e in (sg("nvidia/Kimi-K2.5-NVFP4", "--tp 8"), vl("nvidia/Kimi-K2.5-NVFP4", "-tp 8", version="0.18.0")):
+        assert e.parts["experts"] == pytest.approx(experts, rel=1e-3)
+        assert 60 * GiB <= e.bytes_per_rank <= 85 * GiB
+
+
+@pytest.mark.parametrize("gpu, platform, version, fused", [
+    # 0.4.6 determine_n_share_experts_fusion: torch.cuda.get_device_capability() >= (9, 0)
+    ("NVIDIA H100 80GB HBM3", "cuda", "0.4.6", True), ("NVIDIA A100-SXM4-80GB", "cuda", "0.4.6", False),
+    ("NVIDIA L40S", "cuda", "0.4.6", False),  # 8.9
+    # 0.5.9 determine_num_fused_shared_experts: CUDA >= (8, 0); ROCm >= (9, 4) (gfx942: MI300X; gfx90a: MI250X)
+    ("NVIDIA A100-SXM4-80GB", "cuda", "0.5.9", True), ("Tesla V100-SXM2-32GB", "cuda", "0.5.9", False),
+    ("AMD Instinct MI300X", "rocm", "0.5.9", True), ("AMD Instinct MI250X", "rocm", "0.5.9", False),
+])
+def test_shared_expert_fusion_follows_the_device_capability(gpu, platform, version, fused):
+    """The capability is the GPU catalog's (https://developer.nvidia.com/cuda-gpus; ROCm's gfx target)."""
+    args = parse_sglang(split_command("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8"))
+    e = sglang_stage(resolve_model("deepseek-ai/DeepSeek-V3"), args, platform, version, None, None, gpu)
+    assert ("shared_experts" not in e.parts) == fused
+
+
+def test_device_capability_from_the_catalog():
+    from kvplan.hardware.gpus import lookup_gpu
+
+    assert lookup_gpu("h100").device_capability == (9, 0)
+    assert lookup_gpu("rtx-5090").device_capability == (12, 0)
+    assert lookup_gpu("mi300x").device_capability == (9, 4)  # gfx942
+    assert lookup_gpu("mi355x").device_capability == (9, 5)  # gfx950
+    assert lookup_gpu("mi250x").device_capability == (9, 0)  # gfx90a
+
+
+@pytest.mark.parametrize("gpu, refused", [("h100", True), ("l40s", True), ("b200", False), ("rtx-5090", False)])
+def test_sglang_says_it_refuses_nvfp4_below_blackwell(gpu, refused):
+    """SGLang 0.5.9 loader.py::_get_quantization_config: major*10+minor < ModelOptFp4Config.get_min_capability()
+    (100) raises; H100 is 90, L40S 89, B200 100, RTX 5090 120 (https://developer.nvidia.com/cuda-gpus)."""
+    from kvplan import check
+
+    plan = check("python -m sglang.launch_server --model-path nvidia/Kimi-K2.5-NVFP4 --tp 8", gpu=gpu,
+                 engine_version="0.5.9", host_mem_gib=2048.0).to_dict()
+    said = [a for a in plan["assumptions"] if "Minimum capability: 100" in a]
+    assert bool(said) == refused
+    assert 60 <= plan["per_rank"]["weights_gib"] <= 85  # planned either way
+
+
+@pytest.mark.parametrize("version, gpu, doubled", [
+    ("0.9.2", "NVIDIA B200", True),  # CUTLASS path: swizzled copy beside the loaded weight_scale
+    ("0.11.0", "NVIDIA B200", False),  # 0.11.0 replaces weight_scale with the swizzled tensor
+    ("0.9.2", "NVIDIA H100 80GB HBM3", False),  # Marlin path: the swizzled copy is deleted
+])
+def test_vllm_092_keeps_nvfp4_block_scales_twice_on_blackwell(version, gpu, doubled):
+    """vLLM 0.9.2 ModelOptNvFp4FusedMoE.process_weights_after_loading: w13/w2_blockscale_swizzled added, the loaded
+    w13/w2_weight_scale kept (CUTLASS, capability 10.x). Tiny MoE at TP2: per rank 2 layers x 8 experts x 3 linears
+    x 64 x 256 / 16 fp8 scales = 49,152 B more."""
+    args = parse_vllm(split_command("vllm serve /m -tp 2"))
+    from kvplan.engines.vllm.weights import estimate_stage as vllm_stage
+
+    e = vllm_stage(_tiny_moe(NVFP4), args, "cuda", version, None, None, gpu)
+    extra = e.parts.get("nvfp4_swizzled_scales", 0)
+    assert extra == (2 * 8 * 3 * 64 * 256 // 16 if doubled else 0)

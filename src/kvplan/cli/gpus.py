@@ -30,7 +30,9 @@ def run(a: argparse.Namespace, command: list[str], parser: argparse.ArgumentPars
     rows = gpu_rows()
     if a.json:
         print(json.dumps({"scope": "total_mib: memory.total as nvidia-smi / amd-smi print it; mem_bw_gbps: decimal "
-                          "GB/s; *_dense_tflops: dense, no sparsity", "gpus": rows}, indent=2))
+                          "GB/s; *_dense_tflops: dense, no sparsity; compute_capability: CUDA 'major.minor' "
+                          "(null: not NVIDIA); architecture: NVIDIA architecture or AMD gfx target",
+                          "gpus": rows}, indent=2))
         return 0
     con = console()
     wide = con.width >= NARROW  # narrower: the aliases under the name, no platform column (all of it in --json)

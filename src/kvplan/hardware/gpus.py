@@ -5,6 +5,9 @@ this same nvidia-smi total (``get_nvgpu_memory_capacity``), so MiB here is exact
 Peak figures (for the simulator, ``gpu_perf``): memory bandwidth in decimal GB/s and dense (no sparsity)
 bf16 / fp8 tensor TFLOPS from the vendor datasheet (``perf_source``); None where the part has no such
 support or the vendor publishes none.
+GPU facts engines gate on: ``compute_capability`` ("major.minor" from https://developer.nvidia.com/cuda-gpus; None
+for AMD) and ``architecture`` (NVIDIA architecture name; for AMD the gfx target from
+https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html), one source URL per entry.
 """
 
 from __future__ import annotations
@@ -43,6 +46,25 @@ class GPU:
     torch_total_mib: int | None = None  # what torch.cuda.mem_get_info() reports as total (None: not catalogued)
     torch_total_range_mib: tuple[int, int] | None = None  # its spread over drivers seen in public logs
     torch_total_source: str | None = None
+    compute_capability: str | None = None  # CUDA "major.minor" (None: not NVIDIA, or not catalogued)
+    architecture: str | None = None  # "Hopper", "Ada Lovelace", ...; AMD: the gfx target ("gfx942")
+    compute_capability_source: str | None = None
+
+    @property
+    def cc(self) -> float | None:
+        """The compute capability as a number (9.0, 12.0); None for non-NVIDIA parts."""
+        return float(self.compute_capability) if self.compute_capability else None
+
+    @property
+    def device_capability(self) -> tuple[int, int] | None:
+        """What ``torch.cuda.get_device_capability()`` returns on this part: NVIDIA (major, minor) of the compute
+        capability; AMD the gfx target's (major, minor) as HIP reports it (gfx942 -> (9, 4), gfx90a -> (9, 0))."""
+        if self.compute_capability:
+            major, minor = self.compute_capability.split(".")
+            return int(major), int(minor)
+        arch = self.architecture or ""
+        m = re.fullmatch(r"gfx(\d{1,2})([0-9a-f])[0-9a-f]", arch)
+        return (int(m.group(1)), int(m.group(2), 16)) if m else None
 
     @property
     def total_bytes(self) -> int:
@@ -61,7 +83,9 @@ class GPU:
         return {"name": self.name, "aliases": list(self.aliases), "vendor": self.vendor, "platform": self.platform,
                 "total_mib": self.total_mib or None, "source": self.source,
                 "mem_bw_gbps": p.mem_bw_gbps if p else None, "bf16_dense_tflops": p.bf16_dense_tflops if p else None,
-                "fp8_dense_tflops": p.fp8_dense_tflops if p else None, "perf_source": p.source if p else None}
+                "fp8_dense_tflops": p.fp8_dense_tflops if p else None, "perf_source": p.source if p else None,
+                "compute_capability": self.compute_capability, "architecture": self.architecture,
+                "compute_capability_source": self.compute_capability_source}
 
 
 def _norm(s: str) -> str:
@@ -98,7 +122,8 @@ def _gpu(g: dict) -> GPU:
                platform=g.get("platform", "rocm" if vendor == "amd" else "cuda"),
                aliases=tuple(g.get("aliases", [])), perf=perf, torch_total_mib=g.get("torch_total_mib"),
                torch_total_range_mib=tuple(g["torch_total_range_mib"]) if g.get("torch_total_range_mib") else None,
-               torch_total_source=g.get("torch_total_source"))
+               torch_total_source=g.get("torch_total_source"), compute_capability=g.get("compute_capability"),
+               architecture=g.get("architecture"), compute_capability_source=g.get("compute_capability_source"))
 
 
 def known_gpus() -> list[str]:

@@ -13,7 +13,8 @@ and the engines' ``create_weights``: vLLM/SGLang ``layers/quantization/*``):
   ``weight_scale`` [out, 1]; NVFP4 → ``weight_packed`` U8 [out, in/2] + ``weight_scale`` F8_E4M3 [out, in/16] +
   ``weight_global_scale``/``input_global_scale`` F32 [1]
 - modelopt NVFP4: ``weight`` U8 [out, in/2] + ``weight_scale`` F8_E4M3 [out, in/16] + ``weight_scale_2`` and
-  ``input_scale`` F32 []
+  ``input_scale`` F32 [] (``ModelOptFp4LinearMethod.create_weights``): 4.5 bits per weight plus 8 bytes per
+  linear (per expert for MoE); the ``exclude_modules`` / ``ignore`` modules stay in the model dtype
 - AWQ: ``qweight`` I32 [in, out/8], ``qzeros`` I32 [in/g, out/8], ``scales`` F16 [in/g, out]
 - GPTQ: ``qweight`` I32 [in·bits/32, out], ``qzeros`` I32 [in/g, out·bits/32], ``scales`` F16 [in/g, out],
   ``g_idx`` I32 [in]
@@ -155,6 +156,22 @@ def _ct_format(w: dict[str, Any], fmt: str) -> LinearFormat:
                       "pass a checkpoint directory (safetensors headers) or --weights-gib")
 
 
+def _modelopt(method: str, quant: dict[str, Any]) -> QuantScheme:
+    """ModelOpt checkpoints: ``hf_quant_config.json`` writes ``quantization: {quant_algo, exclude_modules}``; the
+    config.json copy (modelopt >= 0.3x) writes ``quant_algo`` and ``ignore`` beside HF-style ``config_groups``.
+    Both are read the way SGLang's / vLLM's ``ModelOptFp4Config.from_config`` do (``quant_algo`` "NVFP4" -> FP4,
+    anything else FP8; modules in ``ignore`` / ``exclude_modules`` stay in the model dtype;
+    https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/layers/quantization/modelopt_quant.py,
+    https://github.com/vllm-project/vllm/blob/v0.18.0/vllm/model_executor/layers/quantization/modelopt.py)."""
+    got = quant.get("quantization")
+    inner: dict[str, Any] = got if isinstance(got, dict) else {}
+    algo = str(quant.get("quant_algo") or inner.get("quant_algo") or "").upper()
+    excl = quant.get("exclude_modules") or inner.get("exclude_modules") or quant.get("ignore") or []
+    fp4 = "FP4" in algo or method == "modelopt_fp4"
+    fmt = LinearFormat("nvfp4_mo", 4, group=16) if fp4 else LinearFormat("fp8_tensor", 8, static_input=True)
+    return QuantScheme(method, fmt, tuple(str(p) for p in excl))
+
+
 def scheme_from_config(quant: dict[str, Any] | None, model_dtype: str = "bfloat16") -> QuantScheme:
     """A ``QuantScheme`` from config.json's ``quantization_config`` (None/{} → unquantized)."""
     if not quant:
@@ -181,12 +198,8 @@ def scheme_from_config(quant: dict[str, Any] | None, model_dtype: str = "bfloat1
             targets.extend((str(t), lf) for t in (grp.get("targets") or ["Linear"]))
         return QuantScheme("compressed-tensors", NONE, tuple(str(p) for p in quant.get("ignore") or []),
                            targets=tuple(targets))
-    if method == "modelopt":
-        algo = str(quant.get("quant_algo") or (quant.get("quantization") or {}).get("quant_algo") or "").upper()
-        excl = quant.get("exclude_modules") or (quant.get("quantization") or {}).get("exclude_modules") or []
-        fmt = LinearFormat("nvfp4_mo", 4, group=16) if "FP4" in algo else LinearFormat("fp8_tensor", 8,
-                                                                                         static_input=True)
-        return QuantScheme(method, fmt, tuple(str(p) for p in excl))
+    if method in ("modelopt", "modelopt_fp4"):
+        return _modelopt(method, quant)
     if method in ("awq", "gptq"):
         bits = int(quant.get("bits") or quant.get("w_bit") or 4)
         gs = int(quant.get("group_size") or quant.get("q_group_size") or 128)

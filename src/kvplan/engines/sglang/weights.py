@@ -12,8 +12,9 @@ sglang/srt/...; between two wheels read, the older behaviour applies):
   Experts: ``--ep-size`` (``--enable-ep-moe``/DeepEP: ep = tp) splits experts, ``moe_tp = tp // ep`` splits each.
 - ``models/deepseek_v2.py``: ``fused_qkv_a_proj_with_mqa`` / ``kv_a_proj_with_mqa`` are ``ReplicatedLinear``;
   ``MoEGate`` is a replicated parameter; shared experts are fused into the MoE as extra experts when
-  ``determine_n_share_experts_fusion`` (0.4.6: tp_size replicas on capability ≥ 9.0, 256 experts) /
-  ``determine_num_fused_shared_experts`` (0.4.8+: one, CUDA ≥ sm80; 0.5.9 also ROCm gfx942+, no EP);
+  ``determine_n_share_experts_fusion`` (0.4.6: tp_size replicas on ``torch.cuda.get_device_capability() >= (9, 0)``,
+  256 experts) / ``determine_num_fused_shared_experts`` (0.4.8+: one, CUDA ≥ sm80; 0.5.9 also ROCm gfx942+ (device
+  capability ≥ (9, 4)), no EP but on ROCm gfx942+); the capability is the GPU catalog's (``GPU.device_capability``);
   ``post_load_weights`` keeps ``w_kc``/``w_vc`` copies of kv_b_proj (bf16 when kv_b is bf16 or, on CUDA ≥ 0.4.8,
   fp8 128×128 blocks dequantized by ``block_quant_dequant``; fp8 on ROCm / 0.4.6).
 - ``layers/rotary_embedding.py``: ``cos_sin_cache`` in fp32 on CUDA (``if not _is_cuda: cache.to(dtype)``,
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.engines.sglang.capability import device_capability, quant_refusal
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
@@ -126,8 +128,12 @@ def _layout(model: ModelSpec, args, v: Version) -> tuple[Layout, int]:
                   n_layers=model.num_layers), pp
 
 
-def _fused_shared(model: ModelSpec, args, lay: Layout, v: Version, platform: str) -> int:
-    """Shared-expert replicas fused into the routed MoE (0 = kept as a separate TP-split MLP)."""
+def _fused_shared(model: ModelSpec, args, lay: Layout, v: Version, platform: str,
+                  cap: tuple[int, int] | None = None) -> int:
+    """Shared-expert replicas fused into the routed MoE (0 = kept as a separate TP-split MLP); ``cap``: the device
+    capability (None: not catalogued, taken as supported)
+    (https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/models/deepseek_v2.py
+    ``determine_num_fused_shared_experts``; v0.4.6 ``determine_n_share_experts_fusion``)."""
     cfg = (model.config or {}).get("text_config") or model.config or {}
     if not model.is_mla or model.moe is None or model.moe.num_experts != 256 or getattr(
             args, "disable_shared_experts_fusion", False) or "DeepseekV3" not in str(
@@ -136,7 +142,9 @@ def _fused_shared(model: ModelSpec, args, lay: Layout, v: Version, platform: str
     if v < Version("0.4.6"):
         return 0
     if v < Version("0.4.8"):  # n_share_experts_fusion = tp_size when capability >= (9, 0) (H100, MI300)
-        return lay.tp if lay.ep == 1 else 0
+        return lay.tp if lay.ep == 1 and (cap is None or cap >= (9, 0)) else 0
+    if cap is not None and cap < ((9, 4) if platform == "rocm" else (8, 0)):  # CUDA sm80+, ROCm gfx942+
+        return 0
     if lay.ep > 1 and not (platform == "rocm" and v >= Version("0.5.9")):
         return 0
     if platform == "rocm" and v < Version("0.5.9"):
@@ -160,27 +168,30 @@ def _online_fp8(groups: tuple[TensorGroup, ...]) -> tuple[tuple[TensorGroup, ...
 
 
 def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str,
-                     checkpoint_dir: str | None) -> WeightsEstimate:
+                     checkpoint_dir: str | None, gpu_name: str | None = None) -> WeightsEstimate:
     """Per-rank weight bytes of an SGLang launch (the heaviest pipeline stage)."""
-    return estimate_stage(model, args, cluster_platform, version, checkpoint_dir, None)
+    return estimate_stage(model, args, cluster_platform, version, checkpoint_dir, None, gpu_name)
 
 
 def estimate_stage(model: ModelSpec, args, cluster_platform: str, version: str, checkpoint_dir: str | None,
-                   stage: int | None) -> WeightsEstimate:
+                   stage: int | None, gpu_name: str | None = None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest), once per model, layout flags
     (``WeightArgs``), platform, version and stage (``models.memo``); a checkpoint directory's by its files too."""
     from kvplan.models.weights import checkpoint_key
 
     wa = WeightArgs.of(args)
-    key = (model.identity, wa, cluster_platform, version, stage, checkpoint_key(checkpoint_dir))
-    return _ESTIMATES.get(key, lambda: _estimate_stage(model, wa, cluster_platform, version, checkpoint_dir, stage))
+    cap = device_capability(gpu_name)
+    key = (model.identity, wa, cluster_platform, version, stage, cap, checkpoint_key(checkpoint_dir))
+    return _ESTIMATES.get(key, lambda: _estimate_stage(model, wa, cluster_platform, version, checkpoint_dir, stage,
+                                                       cap))
 
 
 _ESTIMATES: Memo[WeightsEstimate] = Memo("SGLang weights per rank", 256)
 
 
 def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, version: str,
-                    checkpoint_dir: str | None, stage: int | None) -> WeightsEstimate:
+                    checkpoint_dir: str | None, stage: int | None,
+                    cap: tuple[int, int] | None = None) -> WeightsEstimate:
     """Per-rank weight bytes on pipeline stage ``stage`` (None: the heaviest)."""
     from kvplan.engines.sglang.load_calibration import load_context_growth
 
@@ -194,7 +205,7 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     if online:
         bf16_groups = groups
         groups, _ = _online_fp8(groups)
-    fused = _fused_shared(model, args, lay, v, platform)
+    fused = _fused_shared(model, args, lay, v, platform, cap)
     top_type = str((model.config or {}).get("model_type") or model.model_type)
 
     def rule(g: TensorGroup, r: Role) -> tuple[str | None, str | None]:
@@ -337,8 +348,11 @@ def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
     if override_gib is not None:
         b = override_bytes(override_gib)
         return WeightsPlan.given(b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",))
-    est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path))
-    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact)
+    est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path),
+                           gpu_name)
+    refusal = quant_refusal(model, gpu_name, version)
+    notes = (refusal, *est.assumptions) if refusal else est.assumptions
+    return WeightsPlan.estimated(est.bytes_per_rank, notes, est.exact)
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:

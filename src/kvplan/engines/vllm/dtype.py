@@ -51,8 +51,8 @@ def no_fp16_models(v: Version) -> frozenset[str]:
             out = models
     return out
 
-# NVIDIA compute capability below 8.0, by product name (https://developer.nvidia.com/cuda-gpus); every other
-# NVIDIA GPU kvplan knows (A/H/B/L series, RTX 30xx and newer, RTX A/Ada/PRO) is 8.0 or newer.
+# Uncatalogued NVIDIA names below compute capability 8.0 (https://developer.nvidia.com/cuda-gpus); catalogued GPUs
+# take ``compute_capability`` from the GPU catalog, any other NVIDIA name is assumed 8.0.
 _PRE_AMPERE: tuple[tuple[str, float], ...] = (
     (r"\bT4\b", 7.5), (r"RTX 20\d\d", 7.5), (r"GTX 16\d\d", 7.5), (r"Quadro RTX", 7.5), (r"TITAN RTX", 7.5),
     (r"V100", 7.0), (r"TITAN V\b", 7.0), (r"P100", 6.0), (r"\bP40\b", 6.1), (r"\bP4\b", 6.1),
@@ -62,10 +62,18 @@ _PRE_AMPERE: tuple[tuple[str, float], ...] = (
 
 @lru_cache(maxsize=256)
 def platform_of(gpu_name: str, is_cpu: bool) -> tuple[str, float | None]:
-    """("cuda" | "rocm" | "cpu", compute capability for CUDA or None)."""
+    """("cuda" | "rocm" | "cpu", compute capability for CUDA or None): the GPU catalog's ``compute_capability``
+    (what ``current_platform.get_device_capability()`` returns on that part), else by name."""
     if is_cpu:
         return "cpu", None
+    from kvplan.hardware.gpus import find_gpu
+
     name = gpu_name or ""
+    gpu = find_gpu(name)
+    if gpu is not None and gpu.platform == "rocm":
+        return "rocm", None
+    if gpu is not None and gpu.cc is not None:
+        return "cuda", gpu.cc
     if re.search(r"\bAMD\b|Instinct|Radeon|\bMI\d{3}", name, re.I):
         return "rocm", None
     for pat, cc in _PRE_AMPERE:

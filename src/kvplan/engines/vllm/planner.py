@@ -164,7 +164,7 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
     notes.extend(wp.notes)
     gmu = args.gpu_memory_utilization or rules.default_gpu_memory_utilization
     fallback = v0_fallback(version, platform=platform, cc=cc, kv_cache_dtype=args.kv_cache_dtype, dtype=mdt.name,
-                           settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS})
+                           settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS}, env=args.env)
     kind = engine_kind(version, args.env, fallback)
     if hy is not None and kind == "v0":
         raise KvplanError(f"{model.name}: vLLM runs hybrid GDN models on the V1 engine only, and this launch "

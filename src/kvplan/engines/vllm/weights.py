@@ -23,6 +23,12 @@ Read from the released wheels 0.6.4.post1, 0.7.3, 0.8.5, 0.11.0, 0.21.0, 0.32.0 
   (``Fp8LinearMethod``/``Fp8MoEMethod`` ≤0.14 quantize after the whole model is materialized in the model dtype;
   ``Fp8OnlineLinearMethod`` on the meta device from 0.18 materializes layer by layer; 0.32+:
   ``fp8_per_tensor``).
+- ModelOpt NVFP4 on the CUTLASS path (capability 10.x): 0.9.2's ``ModelOptNvFp4LinearMethod`` /
+  ``ModelOptNvFp4FusedMoE.process_weights_after_loading`` add a swizzled copy of every fp8 block scale
+  (``weight_scale_swizzled``, ``w13/w2_blockscale_swizzled``, per-rank rows padded to 128, columns to 4) and keep
+  the loaded ``weight_scale``; 0.11.0 replaces it (``layer.weight_scale = Parameter(swizzled)``). So 0.9.2-0.10.x
+  hold the block scales twice (https://github.com/vllm-project/vllm/blob/v0.9.2/vllm/model_executor/layers/
+  quantization/modelopt.py). The Marlin path (below 10.x) deletes the copy.
 - "Model loading took" is ``DeviceMemoryProfiler``'s allocated-bytes difference (``empty_cache`` + allocated),
   so allocator segment rounding and context growth are not in it.
 """
@@ -163,6 +169,10 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
             parts["moe_g_idx"] = g_idx
     if platform == "rocm" and v >= Version("0.8.0") and not online:  # serialized fp8 only (the online path
         parts["rocm_fp8_padding"] = _rocm_fp8_padding(groups, place, ranges[stage])  # does not pad)
+    if platform == "cuda" and Version("0.9.2") <= v < Version("0.11.0") and _cutlass_fp4(gpu_name):
+        copy = _nvfp4_block_scales(groups)
+        if copy:
+            parts["nvfp4_swizzled_scales"] = sum(per_rank_sum(copy, place, ranges).stages[stage].values())
     if pp > 1 and not any(role_of(g).kind == "lm_head" for g in groups) and stage == len(ranges) - 1:
         emb = next(g for g in groups if role_of(g).kind == "embed")
         parts["embedding"] = parts.get("embedding", 0) + -(-emb.shape[0] // 64) * 64 // tp * emb.nbytes // emb.shape[0]
@@ -181,6 +191,23 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
         notes.append(f"pipeline stage {stage} of {pp} holds the most ({len(ranges[stage])} layers)")
     return WeightsEstimate(total, parts, f"{t.source}; vLLM {version} {platform} sharding", t.exact, tuple(notes),
                            load_peak_bytes=peak)
+
+
+def _cutlass_fp4(gpu_name: str | None) -> bool:
+    """The catalog's capability is 10.x (``cutlass_fp4_supported``: B200/GB200/B300; 12.x is not assumed)."""
+    from kvplan.hardware.gpus import find_gpu
+
+    g = find_gpu(gpu_name)
+    return g is not None and g.device_capability is not None and g.device_capability[0] == 10
+
+
+def _nvfp4_block_scales(groups) -> tuple:
+    """The fp8 block-scale tensors of ModelOpt NVFP4 linears (a ``weight_scale`` F8_E4M3 beside a
+    ``weight_scale_2``). ``swizzle_blockscale``'s padding (per-rank rows to 128, columns to 4) is not counted: none
+    where those are multiples already (Kimi-K2.5's experts at TP8: 512 x 448 and 7168 x 16)."""
+    has_2 = {g.template[:-len("weight_scale_2")] for g in groups if g.template.endswith("weight_scale_2")}
+    return tuple(g for g in groups if g.template.endswith("weight_scale") and g.dtype == "F8_E4M3"
+                 and len(g.shape) == 2 and g.template[:-len("weight_scale")] in has_2)
 
 
 def _mla_copies(model: ModelSpec, groups, lay: Layout, layers: int, v: Version, args: WeightArgs,
