@@ -48,6 +48,9 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
              ("  req_to_token table", fmt_gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context"),
              ("  CUDA graphs", fmt_gib(pool.cuda_graph_bytes), "estimate"),
              ("  left after graphs", fmt_gib(pool.headroom_after_graphs_bytes), "for prefill activations")]
+    for t in r.terms:  # launch features (eplb.py, pd.py): what each adds and where the plan counts it
+        rows.append((f"{t.term}", fmt_gib(t.bytes) if t.memory == "gpu" else fmt_host(t.bytes),
+                     f"{t.memory}, {t.scope}, {t.counted}"))
     if r.host_kv_bytes:
         pinned = f", pins {fmt_host(r.host_kv_pinned_bytes)}" if r.host_kv_pinned_bytes != r.host_kv_bytes else ""
         rows.append(("host KV pool (HiCache)", fmt_host(r.host_kv_bytes),
