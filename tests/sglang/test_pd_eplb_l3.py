@@ -126,10 +126,26 @@ def test_pd_decode_default_has_no_prealloc_rows():
     assert "unmodeled-memory" not in ids(r) and "kv-pool-empty" not in ids(r)
 
 
-def test_pd_decode_offload_stays_unmodeled():
+def test_pd_decode_offload_is_a_host_kv_pool():
+    # DecodeKVCacheOffloadManager: MLATokenToKVPoolHost(kv_cache, hicache_ratio, ...): ratio 1 -> (device tokens
+    # // page + 1) × page tokens (0.5.6+ rounding, page 1) × 70,272 B per token on each rank
     r = plan(DSV3, "--tp", "8", "--trust-remote-code", "--disaggregation-mode", "decode",
+             "--disaggregation-decode-enable-offload-kvcache", "--hicache-ratio", "1")
+    assert "unmodeled-memory" not in ids(r)
+    row = ledger(r)["hicache"]
+    assert row["bytes_each"] == (r.plan.per_rank.kv_tokens + 1) * 70272 and row["count"] == 8
+    assert "decode-side offload" in row["what"]
+
+
+def test_pd_refusals_of_the_engine():
+    # _handle_cache_compatibility: the decode server's forced chunk cache and HiCache are mutually exclusive
+    with pytest.raises(KvplanError, match="refuses --enable-hierarchical-cache on a decode server") as e:
+        plan(DSV3, "--tp", "8", "--trust-remote-code", "--disaggregation-mode", "decode",
+             "--enable-hierarchical-cache")
+    assert "--disaggregation-decode-enable-offload-kvcache" in (e.value.hint or "")
+    with pytest.raises(KvplanError, match="only supported on a decode server"):
+        plan(DSV3, "--tp", "8", "--trust-remote-code", "--disaggregation-mode", "prefill",
              "--disaggregation-decode-enable-offload-kvcache")
-    assert "unmodeled-memory" in ids(r)
 
 
 # ---- HiCache L3: mooncake -------------------------------------------------------------------------------------

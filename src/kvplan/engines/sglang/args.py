@@ -52,8 +52,7 @@ FLAGS: tuple[Flag, ...] = (
 # Flags that change memory in ways kvplan does not model; their presence is reported.
 UNMODELED = {"speculative_algorithm": "speculative decoding (draft weights and draft KV)",
              "enable_lora": "LoRA buffers", "lora_paths": "LoRA buffers",
-             "dcp_size": "decode context parallel", "hicache_storage_backend": "HiCache L3 storage buffers",
-             "disaggregation_decode_enable_offload_kvcache": "PD decode-side KV offload (host pool)"}
+             "dcp_size": "decode context parallel", "hicache_storage_backend": "HiCache L3 storage buffers"}
 SIZED_STORAGE_BACKENDS = ("mooncake",)  # HiCache L3 backends with host rows (engines/envtiers.py, ledger.py)
 
 
@@ -109,6 +108,7 @@ class SGLangArgs:
     disaggregation_transfer_backend: str = "mooncake"
     num_reserved_decode_tokens: int = 512
     enable_piecewise_cuda_graph: bool = False
+    disaggregation_decode_enable_offload_kvcache: bool = False  # a HiCache host pool on the decode side (hicache.py)
     unknown_flags: tuple[str, ...] = ()
     unmodeled: tuple[str, ...] = ()
 

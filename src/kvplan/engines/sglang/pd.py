@@ -15,6 +15,11 @@ per rank; read from the 0.5.9 wheel (https://github.com/sgl-project/sglang/blob/
 - ``disaggregation/mooncake/conn.py::MooncakeKVManager.register_buffer_to_engine``: the transfer engine registers
   the KV pool and the metadata buffers where they are (``batch_register``), no copy.
 - ``num_reserved_decode_tokens`` (512) is a reserve inside the decode KV pool (``DecodePreallocQueue``), no memory.
+- ``--disaggregation-decode-enable-offload-kvcache``: ``disaggregation/decode_kvcache_offload_manager.py::
+  DecodeKVCacheOffloadManager.__init__`` builds the HiCache host pool (``MHA/MLATokenToKVPoolHost`` with
+  ``--hicache-ratio`` / ``--hicache-size``), planned by hicache.py; decode only (``_handle_cache_compatibility``).
+  ``--enable-hierarchical-cache`` on a decode server is refused: the forced chunk cache and HiCache are "mutually
+  exclusive" (``_handle_cache_compatibility`` runs after ``_handle_pd_disaggregation``; 0.5.9 and 0.5.10 read).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.versions import Version
+from kvplan.errors import KvplanError
 from kvplan.result import RankTerm
 
 READ = "0.5.9"  # the wheel read; 0.5.10 ties the prefill's CUDA graphs to the piecewise-graph auto-disable rules
@@ -39,6 +45,17 @@ class PdGpu:
     notes: tuple[str, ...]
 
 
+def refuse(args, mode: str, version: str) -> None:
+    """The launches ServerArgs rejects (``_handle_cache_compatibility``, 0.5.9+), as one-line errors."""
+    if getattr(args, "disaggregation_decode_enable_offload_kvcache", False) and mode != "decode":
+        raise KvplanError("--disaggregation-decode-enable-offload-kvcache is only supported on a decode server "
+                          "(SGLang raises ValueError)", "drop it, or add --disaggregation-mode decode")
+    if mode == "decode" and getattr(args, "enable_hierarchical_cache", False) and Version(version) >= Version(READ):
+        raise KvplanError(f"SGLang {version} refuses --enable-hierarchical-cache on a decode server (its radix cache "
+                          "is forced off: 'mutually exclusive')",
+                          "use --disaggregation-decode-enable-offload-kvcache for a decode-side host tier")
+
+
 def metadata_slot_bytes(hidden_size: int, dtype_bytes: int, eagle: bool) -> int:
     """Bytes of one ``MetadataBuffers`` slot (utils.py): fixed tensors + the hidden states."""
     return META_FIXED_BYTES + (hidden_size * dtype_bytes if eagle else 16 * 4)
@@ -49,6 +66,7 @@ def plan_pd(args, version: str, rows: int, cols: int, max_running: int, graph_by
     """The PD terms of one rank (None for a normal launch). ``rows``: ``max_num_reqs``, the size of the
     req_to_token pool (``init_memory_pool``); ``cols``: its columns; ``max_running``: max_running_requests."""
     mode = str(getattr(args, "disaggregation_mode", "null") or "null")
+    refuse(args, mode, version)
     if mode not in ("prefill", "decode"):
         return None
     eagle = str(getattr(args, "speculative_algorithm", None) or "").upper() in ("EAGLE", "EAGLE3", "NEXTN")
