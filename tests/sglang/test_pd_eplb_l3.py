@@ -177,3 +177,11 @@ def test_mooncake_segment_splits_over_attention_tp_under_dp_attention():
              "--enable-hierarchical-cache", "--hicache-storage-backend", "mooncake",
              env=("MOONCAKE_GLOBAL_SEGMENT_SIZE=8gb",))
     assert ledger(r)["mooncake-segment"]["bytes_each"] == 4 * GiB
+
+
+def test_pd_prefill_graph_rule_only_where_read():
+    # 0.5.10 ties the prefill's CUDA graphs to its piecewise-graph auto-disable rules (not read): graphs kept
+    r = check([*SGL, DSV3, "--tp", "8", "--trust-remote-code", "--disaggregation-mode", "prefill"],
+              engine_version="0.5.23", gpu="h200", host_mem_gib=2000)
+    assert "pd-prefill-cuda-graphs-off" not in terms(r) and r.plan.per_rank.budget.cuda_graph_bytes > 0
+    assert any("as read from 0.5.9" in a for a in r.plan.assumptions)

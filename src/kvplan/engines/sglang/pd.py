@@ -72,6 +72,8 @@ def plan_pd(args, version: str, rows: int, cols: int, max_running: int, graph_by
     eagle = str(getattr(args, "speculative_algorithm", None) or "").upper() in ("EAGLE", "EAGLE3", "NEXTN")
     backend = str(getattr(args, "disaggregation_transfer_backend", "mooncake") or "mooncake")
     terms, notes, prealloc, graphs_off = [], [], 0, False
+    if Version(version) > Version(READ):
+        notes.append(f"PD disaggregation terms of SGLang {version} as read from {READ} (disaggregation/*.py)")
     if mode == "decode":
         prealloc = 2 * rows if rows <= 32 else 0
         terms.append(RankTerm("pd-decode-prealloc-slots", f"DecodeReqToTokenPool: {prealloc} pre-allocated request "
