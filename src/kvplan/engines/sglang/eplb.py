@@ -60,7 +60,7 @@ def expert_layout(model: ModelSpec, redundant: int, ep_size: int) -> ExpertLayou
     if redundant and model.architecture not in REDUNDANT_ARCHS:
         return ExpertLayout(e, 0, ep_size, f"--ep-num-redundant-experts {redundant}: SGLang's {model.architecture} "
                             "does not read it (no redundant experts built)")
-    if (e + redundant) % ep_size:
+    if redundant and (e + redundant) % ep_size:  # without redundancy the MoE layer's own check applies
         raise KvplanError(f"--ep-num-redundant-experts {redundant}: {e} routed + {redundant} redundant experts do not "
                           f"split over --ep-size {ep_size} (SGLang asserts (E + R) % ep_size == 0)",
                           f"pick R so that {e} + R is a multiple of {ep_size}")
@@ -79,8 +79,10 @@ def recorder_mode(args) -> str | None:
 def recorder_bytes(model: ModelSpec, args, ep_size: int) -> tuple[int, str]:
     """GPU bytes per rank of the expert-distribution recorder, with how they were sized; (0, "") when it is off."""
     mode = recorder_mode(args)
+    if mode is None:
+        return 0, ""
     lay = expert_layout(model, int(getattr(args, "ep_num_redundant_experts", 0) or 0), ep_size)
-    if mode is None or lay is None:
+    if lay is None:
         return 0, ""
     size = getattr(args, "expert_distribution_recorder_buffer_size", None)
     if size is None:
