@@ -185,3 +185,10 @@ def test_pd_prefill_graph_rule_only_where_read():
               engine_version="0.5.23", gpu="h200", host_mem_gib=2000)
     assert "pd-prefill-cuda-graphs-off" not in terms(r) and r.plan.per_rank.budget.cuda_graph_bytes > 0
     assert any("as read from 0.5.9" in a for a in r.plan.assumptions)
+
+
+def test_pd_transfer_backends_register_in_place():
+    nixl = plan(DSV3, "--tp", "8", "--trust-remote-code", "--disaggregation-mode", "decode",
+                "--disaggregation-transfer-backend", "nixl")
+    assert "NIXL" in terms(nixl)["pd-transfer-registration"]["what"]
+    assert terms(nixl)["pd-transfer-registration"]["bytes"] == 0

@@ -32,6 +32,10 @@ from kvplan.result import RankTerm
 
 READ = "0.5.9"  # the wheel read; 0.5.10 ties the prefill's CUDA graphs to the piecewise-graph auto-disable rules
 URL = "https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/"
+REGISTERS = {"mooncake": ("Mooncake transfer engine (batch_register)",
+                          "disaggregation/mooncake/conn.py MooncakeKVManager.register_buffer_to_engine"),
+             "nixl": ("NIXL agent (register_memory: KV as VRAM, metadata as DRAM)",
+                      "disaggregation/nixl/conn.py NixlKVManager.register_buffer_to_engine")}
 META_FIXED_BYTES = 4 * 16 * 4 + 128 * 4 * 2 + 16 * 4 + 16 * 8 + 8 * 8  # per slot, beside the hidden states
 
 
@@ -99,10 +103,11 @@ def plan_pd(args, version: str, rows: int, cols: int, max_running: int, graph_by
     terms.append(RankTerm("pd-metadata-buffers", f"MetadataBuffers: {slots} slots × {slot:,} B on the CPU "
                           f"({'2 × req_to_token rows' if mode == 'decode' else '2 × max_running_requests'})",
                           slots * slot, "host", "host ledger", URL + "disaggregation/utils.py MetadataBuffers"))
-    if backend == "mooncake":
-        terms.append(RankTerm("pd-transfer-registration", "Mooncake transfer engine: the KV pool and the metadata "
-                              "buffers registered in place (batch_register), no copy", 0, "gpu", "none (in place)",
-                              URL + "disaggregation/mooncake/conn.py MooncakeKVManager.register_buffer_to_engine"))
+    if backend in REGISTERS:
+        what, src = REGISTERS[backend]
+        terms.append(RankTerm("pd-transfer-registration", f"{what}: the KV pool and the metadata buffers registered "
+                              "in place, no copy", 0, "gpu", "none (in place)", URL + src))
     else:
-        notes.append(f"PD transfer backend {backend}: its own buffers are not read (mooncake's register in place)")
+        notes.append(f"PD transfer backend {backend}: its own buffers are not read (mooncake's and nixl's register "
+                     "in place)")
     return PdGpu(prealloc, graphs_off, tuple(terms), tuple(notes))
