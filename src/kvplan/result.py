@@ -53,6 +53,23 @@ class UtilizationBudget:
 
 
 @dataclass(frozen=True)
+class RankTerm:
+    """A named term a launch feature adds to one rank (EPLB's redundant experts, PD's buffers, ...): its bytes, the
+    memory it is in, how it enters the plan (``counted``) and the engine source it was read from."""
+
+    term: str  # id, e.g. "eplb-redundant-experts"
+    what: str
+    bytes: int  # per rank
+    memory: str  # "gpu" | "host"
+    counted: str  # where the plan holds it: "in weights_bytes", "before the KV pool", "host ledger", ...
+    source: str
+    scope: str = "per rank"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "gib": round(self.bytes / GiB, 3)}
+
+
+@dataclass(frozen=True)
 class RankPlan:
     """One GPU rank (one scheduler / worker process)."""
 
@@ -70,6 +87,7 @@ class RankPlan:
     kv_blocks: int | None = None
     kv_tokens_low: int | None = None  # the band: every estimated input at its worst / best end (None: exact)
     kv_tokens_high: int | None = None
+    terms: tuple[RankTerm, ...] = ()  # what launch features add (JSON "feature_terms" when any)
 
     @property
     def kv_tokens_range(self) -> tuple[int, int]:
@@ -107,6 +125,8 @@ class RankPlan:
         d["headroom_gib"] = round(st.headroom_bytes / GiB, 3)
         d["baseline_free_gib"] = round(st.baseline_free_bytes / GiB, 3)
         d["headroom_after_graphs_gib"] = round(st.headroom_after_graphs_bytes / GiB, 3)
+        if self.terms:
+            d["feature_terms"] = [t.to_dict() for t in self.terms]
         return d
 
 

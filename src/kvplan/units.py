@@ -24,6 +24,13 @@ def fmt_host(n_bytes: float) -> str:
     return f"{n_bytes / 1e12:,.2f} TB ({n_bytes / GiB:,.0f} GiB)"
 
 
+def fmt_term(n_bytes: int, host: bool = False) -> str:
+    """A named term of any size: ``fmt_host`` / ``fmt_gib`` from 0.01 GiB, else ``512.0 KiB`` / ``6.41 MiB``."""
+    if n_bytes >= GiB // 100 or n_bytes == 0:
+        return fmt_host(n_bytes) if host else fmt_gib(n_bytes)
+    return f"{n_bytes / MiB:,.2f} MiB" if n_bytes >= MiB else f"{n_bytes / 1024:,.1f} KiB"
+
+
 def _compact(n: int) -> str:
     """``121,432`` -> ``121K``, ``2,504,169`` -> ``2.50M``, ``9,750`` -> ``9.75K``: three significant digits."""
     for div, unit in ((1_000_000, "M"), (1_000, "K")):

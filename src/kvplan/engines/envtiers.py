@@ -48,24 +48,54 @@ def mooncake_segment_bytes(value: str) -> int | None:
     return int(s) if s.isdigit() else None
 
 
-def mooncake_rows(env: Mapping[str, str], ranks: int, tp_size: int, via: str) -> list[hm.LedgerRow]:
-    """Each rank's Mooncake global segment and local buffer (SGLang's HiCache L3 backend, ``via`` says how)."""
-    raw = env.get("MOONCAKE_GLOBAL_SEGMENT_SIZE", MOONCAKE_SEGMENT_DEFAULT)
+def _mooncake_extra(extra_config: str | None) -> tuple[dict | None, str]:
+    """``--hicache-storage-backend-extra-config`` when it configures the store (``MooncakeStore.__init__`` loads
+    from it when it names ``master_server_address`` or ``client_server_address``): (config or None, note)."""
+    import json
+
+    if not extra_config:
+        return None, ""
+    if extra_config.startswith("@"):
+        return None, f"extra config file {extra_config[1:]} not read: the environment's segment size assumed"
+    try:
+        cfg = json.loads(extra_config)
+    except ValueError:
+        return None, "--hicache-storage-backend-extra-config is not JSON: the environment's segment size assumed"
+    if isinstance(cfg, dict) and (cfg.get("master_server_address") or cfg.get("client_server_address")):
+        return cfg, ""
+    return None, ""
+
+
+def mooncake_rows(env: Mapping[str, str], ranks: int, tp_size: int, via: str,
+                  extra_config: str | None = None) -> list[hm.LedgerRow]:
+    """Each rank's Mooncake global segment and local buffer (SGLang's HiCache L3 backend, ``via`` says how); the
+    segment from ``--hicache-storage-backend-extra-config`` when it configures the store, else the environment
+    (``MooncakeStoreConfig.load_from_extra_config`` / ``load_from_env``)."""
+    cfg, note = _mooncake_extra(extra_config)
+    if cfg is not None:
+        raw = str(cfg.get("global_segment_size", MOONCAKE_SEGMENT_DEFAULT))
+        given, where = "global_segment_size" in cfg, "extra config global_segment_size"
+        rdma = str(cfg.get("protocol", "tcp")).lower() == "rdma"
+    else:
+        raw = env.get("MOONCAKE_GLOBAL_SEGMENT_SIZE", MOONCAKE_SEGMENT_DEFAULT)
+        given, where = "MOONCAKE_GLOBAL_SEGMENT_SIZE" in env, "MOONCAKE_GLOBAL_SEGMENT_SIZE"
+        rdma = env.get("MOONCAKE_PROTOCOL", "tcp").lower() == "rdma"
+        if "SGLANG_HICACHE_MOONCAKE_CONFIG_PATH" in env:
+            note = "SGLANG_HICACHE_MOONCAKE_CONFIG_PATH's file is not read: the environment's segment size assumed"
     seg = mooncake_segment_bytes(raw)
-    given = "MOONCAKE_GLOBAL_SEGMENT_SIZE" in env
     if seg is None:
         seg, raw = 4 * GiB, f"{raw!r} (unreadable; the 4gb default assumed)"
-    rdma = env.get("MOONCAKE_PROTOCOL", "tcp").lower() == "rdma"
     per_rank = seg // max(1, tp_size)
-    note = "" if "MOONCAKE_LOCAL_BUFFER_SIZE" not in env else \
+    buf_note = "" if "MOONCAKE_LOCAL_BUFFER_SIZE" not in env else \
         "MOONCAKE_LOCAL_BUFFER_SIZE is not read by this version (16 MiB fixed)"
-    return [hm.row("mooncake-segment", f"Mooncake global segment (MOONCAKE_GLOBAL_SEGMENT_SIZE={raw}"
+    return [hm.row("mooncake-segment", f"Mooncake global segment ({where}={raw}"
                    f"{'' if given else ', the default'} // {tp_size} TP ranks; {via})", "per rank", ranks, per_rank,
                    phases=(hm.STEADY,), memory=hm.PINNED if rdma else hm.PRIVATE,
+                   certainty=hm.ESTIMATE if note else hm.EXACT,
                    source="mooncake_store.py::MooncakeStore.__init__ per_tp_global_segment_size "
-                          "(registered for RDMA when MOONCAKE_PROTOCOL=rdma)"),
+                          "(registered for RDMA when the protocol is rdma)", note=note),
             hm.row("mooncake-buffer", f"Mooncake local buffer ({via})", "per rank", ranks, MOONCAKE_LOCAL_BUFFER,
-                   phases=(hm.STEADY,), source="mooncake_store.py DEFAULT_LOCAL_BUFFER_SIZE", note=note)]
+                   phases=(hm.STEADY,), source="mooncake_store.py DEFAULT_LOCAL_BUFFER_SIZE", note=buf_note)]
 
 
 def kvbm_rows(env: Mapping[str, str], ranks: int) -> list[hm.LedgerRow]:

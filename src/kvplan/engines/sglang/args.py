@@ -36,13 +36,24 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--disaggregation-mode", S), Flag("--enable-mixed-chunk", B), Flag("--schedule-policy", S),
     Flag("--enable-ep-moe", B), Flag("--enable-deepep-moe", B), Flag("--moe-a2a-backend", S),
     Flag("--moe-dense-tp-size", I), Flag("--enable-dp-lm-head", B), Flag("--disable-shared-experts-fusion", B),
+) + (
+    # EPLB (eplb.py) and PD disaggregation (pd.py)
+    Flag("--enable-eplb", B), Flag("--ep-num-redundant-experts", I), Flag("--eplb-rebalance-num-iterations", I),
+    Flag("--expert-distribution-recorder-mode", S), Flag("--expert-distribution-recorder-buffer-size", I),
+    Flag("--enable-expert-distribution-metrics", B), Flag("--eplb-algorithm", S), Flag("--init-expert-location", S),
+    Flag("--ep-dispatch-algorithm", S), Flag("--disaggregation-transfer-backend", S),
+    Flag("--disaggregation-bootstrap-port", I), Flag("--disaggregation-ib-device", S),
+    Flag("--disaggregation-decode-tp", I), Flag("--disaggregation-decode-dp", I),
+    Flag("--disaggregation-prefill-pp", I), Flag("--num-reserved-decode-tokens", I),
+    Flag("--enable-piecewise-cuda-graph", B), Flag("--disaggregation-decode-enable-offload-kvcache", B),
+    Flag("--hicache-storage-backend-extra-config", S),
 )
 
 # Flags that change memory in ways kvplan does not model; their presence is reported.
 UNMODELED = {"speculative_algorithm": "speculative decoding (draft weights and draft KV)",
              "enable_lora": "LoRA buffers", "lora_paths": "LoRA buffers",
-             "disaggregation_mode": "PD disaggregation pools", "dcp_size": "decode context parallel",
-             "hicache_storage_backend": "HiCache L3 storage buffers"}
+             "dcp_size": "decode context parallel", "hicache_storage_backend": "HiCache L3 storage buffers"}
+SIZED_STORAGE_BACKENDS = ("mooncake",)  # HiCache L3 backends with host rows (engines/envtiers.py, ledger.py)
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,19 @@ class SGLangArgs:
     mamba_full_memory_ratio: float = 0.9
     max_mamba_cache_size: int | None = None
     speculative_algorithm: str | None = None
+    # EPLB (eplb.py)
+    enable_eplb: bool = False
+    ep_num_redundant_experts: int = 0
+    eplb_rebalance_num_iterations: int = 1000
+    expert_distribution_recorder_mode: str | None = None
+    expert_distribution_recorder_buffer_size: int | None = None
+    enable_expert_distribution_metrics: bool = False
+    # PD disaggregation (pd.py)
+    disaggregation_mode: str = "null"
+    disaggregation_transfer_backend: str = "mooncake"
+    num_reserved_decode_tokens: int = 512
+    enable_piecewise_cuda_graph: bool = False
+    disaggregation_decode_enable_offload_kvcache: bool = False  # a HiCache host pool on the decode side (hicache.py)
     unknown_flags: tuple[str, ...] = ()
     unmodeled: tuple[str, ...] = ()
 
@@ -119,6 +143,16 @@ def _check_numbers(v: dict) -> None:
     def name(k: str) -> str:
         return "--" + k.replace("_", "-")
 
+    if v.get("ep_num_redundant_experts") is not None:
+        v["ep_num_redundant_experts"] = val.count("--ep-num-redundant-experts", v["ep_num_redundant_experts"], 0,
+                                                  val.MAX_RANKS, hint)
+    for k in ("eplb_rebalance_num_iterations", "num_reserved_decode_tokens"):
+        if v.get(k) is not None:
+            v[k] = val.count(name(k), v[k], 0, val.MAX_TOKENS, hint)
+    if v.get("expert_distribution_recorder_buffer_size") is not None:  # < 0: an unbounded buffer
+        v["expert_distribution_recorder_buffer_size"] = val.count(
+            "--expert-distribution-recorder-buffer-size", v["expert_distribution_recorder_buffer_size"], -1,
+            val.MAX_TOKENS, hint)
     for k in ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "dcp_size"):
         if v.get(k) is not None:
             v[k] = val.count(name(k), v[k], 1, val.MAX_RANKS, hint)
@@ -153,5 +187,7 @@ def parse_sglang(cmd: LaunchCommand) -> SGLangArgs:
         raise KvplanError(f"--enable-dp-attention needs --tp-size ({tp}) divisible by --dp-size ({dp})")
     fields = SGLangArgs.__dataclass_fields__
     kwargs = {k: val for k, val in v.items() if k in fields}
-    unmodeled = tuple(sorted({UNMODELED[k] for k in v if k in UNMODELED}))
+    sized = str(v.get("hicache_storage_backend") or "").lower() in SIZED_STORAGE_BACKENDS
+    unmodeled = tuple(sorted({UNMODELED[k] for k in v if k in UNMODELED
+                              and not (k == "hicache_storage_backend" and sized)}))
     return SGLangArgs(**kwargs, unknown_flags=tuple(p.unknown), unmodeled=unmodeled)

@@ -239,7 +239,8 @@ class SGLangEngine(Engine):
             weights_bytes=gpu.weights_bytes, kv_bytes_per_token=gpu.cell.bytes_per_token, kv_tokens=gpu.kv_tokens,
             kv_pool_bytes=gpu.kv_pool_bytes, max_running_requests=gpu.max_running_requests, budget=budget,
             host_kv_tokens=host.tokens, host_kv_bytes=host.bytes, host_kv_pinned_bytes=host.pinned_bytes,
-            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1])
+            swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1],
+            terms=gpu.terms)
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, **cluster.node_limits())

@@ -52,7 +52,8 @@ def engine_budget(rules: SGLangRules, host_available: int | None, ranks_per_host
 def plan_host(args: SGLangArgs, rules: SGLangRules, device_tokens: int, bytes_per_token: int, page: int,
               host_available: int | None, ranks_per_host: int) -> HostPool:
     """The host pool of one rank; ``host_available`` (one node, bytes) None when the node's memory is not known."""
-    if not args.enable_hierarchical_cache:
+    offload = args.disaggregation_decode_enable_offload_kvcache  # pd.py: the same HostKVCache on the decode side
+    if not (args.enable_hierarchical_cache or offload):
         return HostPool(enabled=False)
     budget = engine_budget(rules, host_available, ranks_per_host)
     ratio = args.hicache_ratio
@@ -79,6 +80,8 @@ def plan_host(args: SGLangArgs, rules: SGLangRules, device_tokens: int, bytes_pe
     else:
         tokens = (tokens // page + 1) * page
     n_bytes = tokens * bytes_per_token
+    if offload and not args.enable_hierarchical_cache:
+        sizing = f"PD decode-side offload (DecodeKVCacheOffloadManager): {sizing}"
     pinned = 1 << math.ceil(math.log2(n_bytes)) if (rules.host_pool_pinned_pow2 and n_bytes > 0) else n_bytes
     return HostPool(enabled=True, bytes_per_token=bytes_per_token, tokens=tokens, bytes=n_bytes,
                     pinned_bytes=pinned, ratio=ratio, size_gb=args.hicache_size or None, sizing=sizing,

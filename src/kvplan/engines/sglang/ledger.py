@@ -80,14 +80,24 @@ def host_ledger(plan: Plan) -> tuple[hm.LedgerRow, ...]:
                                   + ("; rounded up to a power of two by torch's pinned allocator (≤0.5.5)"
                                      if pow2 else ""), note=note))
         if _storage_backend(cmd.args) == "mooncake":
-            rows.extend(mooncake_rows(cmd.env, ranks, s.tp_size, "--hicache-storage-backend mooncake"))
+            # HiCacheController._generate_storage_config: the attention-TP size under DP attention
+            rows.extend(mooncake_rows(cmd.env, ranks, s.attn_tp_size, "--hicache-storage-backend mooncake",
+                                      _flag_value(cmd.args, "--hicache-storage-backend-extra-config")))
+    for t in r.terms:  # host terms of launch features (pd.py), priced here once
+        if t.memory == "host":
+            rows.append(hm.row(t.term, t.what, t.scope, ranks, t.bytes, phases=(hm.STEADY,), source=t.source))
     return tuple(rows)
 
 
 def _storage_backend(args: tuple[str, ...]) -> str | None:
+    v = _flag_value(args, "--hicache-storage-backend")
+    return v.lower() if v is not None else None
+
+
+def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
     for i, a in enumerate(args):
-        if a == "--hicache-storage-backend" and i + 1 < len(args):
-            return args[i + 1].lower()
-        if a.startswith("--hicache-storage-backend="):
-            return a.split("=", 1)[1].lower()
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
     return None

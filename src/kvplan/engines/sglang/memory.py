@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from kvplan.engines.sglang import calibration as cal
 from kvplan.engines.sglang.args import SGLangArgs
 from kvplan.engines.sglang.cell import Cell, compute_cell
+from kvplan.engines.sglang.eplb import eplb_gpu
+from kvplan.engines.sglang.pd import plan_pd
 from kvplan.engines.sglang.req_pool import req_pool
 from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
 from kvplan.models.weights_band import MODEL_RESIDUAL_FRACTION
+from kvplan.result import RankTerm
 from kvplan.units import GiB, MiB
 
 
@@ -62,10 +65,11 @@ class PoolSizing:
     attn_dp_size: int
     mamba_full_memory_ratio: float
     mamba_padding_slot: bool
+    reserved_bytes: int = 0  # built before the profile like the weights (EPLB's recorder, eplb.py)
 
     def size(self, p_bytes: int, w_bytes: int) -> PoolSize:
         slack = int(p_bytes * (1 - self.mem_fraction_static))
-        rest = p_bytes - w_bytes - slack - self.mm_reservation_bytes
+        rest = p_bytes - w_bytes - slack - self.mm_reservation_bytes - self.reserved_bytes
         mamba_slots, mamba_bytes = None, 0
         per_slot = self.mamba_slot_bytes
         if per_slot and rest > 0:
@@ -115,6 +119,7 @@ class GpuPool:
     weights_low_bytes: int = 0
     weights_high_bytes: int = 0
     sizing: PoolSizing | None = None  # tokens as a function of (P, W): the band's arithmetic
+    terms: tuple[RankTerm, ...] = ()  # what launch features add (eplb.py, pd.py)
 
     @property
     def estimated_inputs(self) -> bool:
@@ -178,11 +183,13 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                      f"({(cluster.gpu_mem_bytes - base.high_bytes) / GiB:.2f}-"
                      f"{(cluster.gpu_mem_bytes - base.low_bytes) / GiB:.2f}): GPU total minus "
                      f"{base.value_gib:.2f} GiB context and communicators ({base.source}; --free-gib sets it)")
-    from kvplan.engines.sglang.weights import plan_weights
+    from kvplan.engines.sglang.weights import plan_weights, redundant_expert_bytes
 
     wp = plan_weights(model, args, cluster.gpu_name, version, weights_gib)
     w_bytes = wp.bytes
     notes.extend(wp.notes)
+    feat = eplb_gpu(model, args, redundant_expert_bytes(model, args, cluster.gpu_name, version))
+    notes.extend(feat.notes)
     page = args.page_size or (64 if (args.attention_backend or "") in ("flashmla", "trtllm_mla", "cutlass_mla")
                               else 1)
     sizing = PoolSizing(
@@ -190,7 +197,7 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
         else 0, bytes_per_token=cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
         mamba_slot_bytes=_mamba_per_slot(model, args, cell), max_mamba_cache_size=args.max_mamba_cache_size,
         attn_dp_size=args.attn_dp_size, mamba_full_memory_ratio=args.mamba_full_memory_ratio,
-        mamba_padding_slot=rules.mamba_padding_slot)
+        mamba_padding_slot=rules.mamba_padding_slot, reserved_bytes=feat.reserved_bytes)
     size = sizing.size(p_bytes, w_bytes)
     slack, rest, mamba_slots, mamba_bytes, tokens = (size.slack_bytes, size.rest_bytes, size.mamba_slots,
                                                      size.mamba_bytes, size.kv_tokens)
@@ -202,15 +209,22 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     if mamba_slots is not None and tokens:
         ratio = 1 if args.disable_radix_cache else 5  # extra_buffer strategy with the overlap scheduler
         mrr = min(mrr, max(1, mamba_slots // ratio))
-    r2t = rp.bytes
+    g = cal.graph_estimate(model.moe is not None, model.param_count)
+    graph = 0 if args.disable_cuda_graph else int(g.value_gib * GiB)
+    num_reqs = rp.rows - (1 if rules.max_running_rule in ("pool+1", "pool") else 0)  # max_num_reqs (req_pool.py)
+    pd = plan_pd(args, version, num_reqs, rp.cols, mrr, graph, model.hidden_size, model.dtype_bytes)
+    terms = feat.terms + (pd.terms if pd else ())
+    if pd:
+        notes.extend(pd.notes)
+        slots += pd.prealloc_rows
+        graph = 0 if pd.graphs_off else graph
+    r2t = slots * rp.cols * 4 if pd else rp.bytes  # int32 rows × (context + 4)
     # every KV buffer has one extra page (slot 0 absorbs padded writes)
     if cell.hybrid_swa and swa_tokens is not None:
         pool = ((tokens + page) * cell.full_layer_bytes * cell.n_full
                 + (swa_tokens + page) * cell.swa_layer_bytes * cell.n_swa)
     else:
         pool = (tokens + page) * cell.bytes_per_token if tokens else 0
-    g = cal.graph_estimate(model.moe is not None, model.param_count)
-    graph = 0 if args.disable_cuda_graph else int(g.value_gib * GiB)
     return GpuPool(cell=cell, mem_fraction_static=mfs, mfs_source=mfs_src, baseline_free_bytes=p_bytes,
                    weights_bytes=w_bytes, rest_bytes=rest, kv_tokens=int(tokens), swa_tokens=swa_tokens,
                    mamba_slots=mamba_slots, mamba_bytes=mamba_bytes, page_size=page, context_len=ctx,
@@ -220,7 +234,7 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                    chunked_prefill_size=d.chunked_prefill_size if d else args.chunked_prefill_size,
                    cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes),
                    baseline_free_low_bytes=p_lo, baseline_free_high_bytes=p_hi, weights_low_bytes=wp.low_bytes,
-                   weights_high_bytes=wp.high_bytes, sizing=sizing)
+                   weights_high_bytes=wp.high_bytes, sizing=sizing, terms=terms)
 
 
 def kv_tokens_band(gpu: GpuPool) -> tuple[int, int]:

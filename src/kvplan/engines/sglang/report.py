@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.result import Plan
-from kvplan.units import fmt_count_band, fmt_gib, fmt_host
+from kvplan.units import fmt_count_band, fmt_gib, fmt_host, fmt_term
 
 
 def host_tiers(plan: Plan) -> list[str]:
@@ -48,6 +48,9 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
              ("  req_to_token table", fmt_gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context"),
              ("  CUDA graphs", fmt_gib(pool.cuda_graph_bytes), "estimate"),
              ("  left after graphs", fmt_gib(pool.headroom_after_graphs_bytes), "for prefill activations")]
+    for t in r.terms:  # launch features (eplb.py, pd.py): what each adds and where the plan counts it
+        rows.append((f"{t.term}", fmt_term(t.bytes, host=t.memory == "host"),
+                     f"{t.memory}, {t.scope}, {t.counted}"))
     if r.host_kv_bytes:
         pinned = f", pins {fmt_host(r.host_kv_pinned_bytes)}" if r.host_kv_pinned_bytes != r.host_kv_bytes else ""
         rows.append(("host KV pool (HiCache)", fmt_host(r.host_kv_bytes),

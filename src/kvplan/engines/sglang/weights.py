@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.sglang.capability import device_capability, quant_refusal
+from kvplan.engines.sglang.eplb import expert_layout
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
@@ -71,6 +72,7 @@ class WeightArgs:
     disable_shared_experts_fusion: bool = False
     dtype: str = "auto"
     quantization: str | None = None
+    ep_num_redundant_experts: int = 0  # EPLB: physical experts beyond the routed ones (eplb.py)
 
     @classmethod
     def of(cls, args) -> WeightArgs:
@@ -79,7 +81,7 @@ class WeightArgs:
                    bool(getattr(args, "enable_ep_moe", False)), bool(getattr(args, "enable_deepep_moe", False)),
                    getattr(args, "moe_dense_tp_size", None), bool(getattr(args, "enable_dp_lm_head", False)),
                    bool(getattr(args, "disable_shared_experts_fusion", False)), getattr(args, "dtype", "auto"),
-                   getattr(args, "quantization", None))
+                   getattr(args, "quantization", None), int(getattr(args, "ep_num_redundant_experts", 0) or 0))
 
 
 def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
@@ -225,11 +227,25 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
         return p
     ranges = pp_ranges(model.num_layers, pp, v)
     sums = per_rank_sum(groups, fplace, ranges)
+    experts = expert_layout(model, args.ep_num_redundant_experts, lay.ep) if args.ep_num_redundant_experts else None
+    if experts and experts.note:
+        notes.append(experts.note)
+    redundant = experts.redundant if experts else 0
+
+    def rplace(g: TensorGroup) -> Placement | None:
+        """EPLB: each EP rank holds (E + R) // EP routed experts (eplb.py: FusedMoE.num_local_experts)."""
+        p = fplace(g)
+        if p is not None and p.per_rank_count is not None and role_of(g).group == "experts":
+            p = replace(p, per_rank_count=(g.count + redundant) // lay.ep)
+        return p
     if stage is None:
         stage, parts = sums.heaviest()
     else:
         parts = sums.stages[stage]
     parts = dict(parts)
+    if redundant:  # the same stage with the redundant copies; the difference is its own part
+        with_r = per_rank_sum(groups, rplace, ranges).stages[stage].get("experts", 0)
+        parts["eplb_redundant_experts"] = with_r - parts.get("experts", 0)
     if online:
         before = per_rank_sum(bf16_groups, fplace, ranges).stages[stage]
         bf16_bytes = sum(before.values())
@@ -260,7 +276,8 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
         parts["lm_head"] = parts.get("lm_head", 0) + cdiv(cdiv(emb.shape[0], 64) * 64, lay.head_tp) * \
             emb.nbytes // emb.shape[0]
     tensors = sum(parts.values())
-    parts["allocator_segments"] = _segment_rounding(groups, fplace, ranges[stage]) if platform != "cpu" else 0
+    parts["allocator_segments"] = _segment_rounding(groups, rplace if redundant else fplace, ranges[stage]) \
+        if platform != "cpu" else 0
     growth = load_context_growth(platform, lay.tp, version, moe=model.moe is not None)
     parts["load_context"] = int(growth.value_gib * 2**30)
     total = sum(parts.values())
@@ -270,6 +287,10 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     if model.is_mla:
         notes.append("MLA: fused_qkv_a_proj_with_mqa / kv_a_proj replicated on every rank; w_kc/w_vc copies "
                      f"{gib_str(parts['mla_w_kc_w_vc'])} GiB")
+    if redundant and experts:
+        notes.append(f"EPLB: {experts.logical} routed + {redundant} redundant experts over EP {lay.ep}: "
+                     f"{experts.local} per rank per MoE layer, {gib_str(parts['eplb_redundant_experts'])} GiB of "
+                     "redundant experts")
     if fused:
         notes.append(f"shared expert fused into the MoE ({fused} replica(s) per layer)")
     if pp > 1:
@@ -363,3 +384,18 @@ def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: s
         return plan_weights(model, args, gpu_name, version).bytes
     except KvplanError:
         return None
+
+
+def redundant_expert_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int:
+    """EPLB's redundant experts per rank inside the weight estimate (the memoized one ``plan_weights`` made)."""
+    from kvplan.models.weights import checkpoint_dir_of
+
+    if not getattr(args, "ep_num_redundant_experts", 0) or model.moe is None:
+        return 0
+    from kvplan.errors import KvplanError
+
+    try:  # with --weights-gib the estimate may be out of reach: the term is then unknown (0)
+        est = estimate_weights(model, args, platform_of(gpu_name), version, checkpoint_dir_of(model, args.model_path))
+    except KvplanError:
+        return 0
+    return int(est.parts.get("eplb_redundant_experts", 0))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.engines.cmdline import Flag, LaunchCommand, parse_flags
+from kvplan.engines.vllm.eplb import EplbArgs, parse_eplb
 from kvplan.errors import KvplanError
 
 I, F, B, S = "int", "float", "bool", "str"
@@ -38,6 +39,10 @@ FLAGS: tuple[Flag, ...] = (
     # flags that send 0.8-0.10 back to the V0 engine (v1_oracle.py)
     Flag("--preemption-mode", S), Flag("--num-scheduler-steps", I), Flag("--scheduler-delay-factor", F),
     Flag("--disable-async-output-proc", B), Flag("--scheduling-policy", S), Flag("--enable-prompt-adapter", B),
+) + (
+    # EPLB (eplb.py)
+    Flag("--enable-eplb", B), Flag("--eplb-config", S), Flag("--num-redundant-experts", I),
+    Flag("--eplb-window-size", I),
 )
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -102,6 +107,7 @@ class VLLMArgs:
     disable_async_output_proc: bool = False
     scheduling_policy: str = "fcfs"
     enable_prompt_adapter: bool = False
+    eplb: EplbArgs = field(default_factory=EplbArgs)  # --enable-eplb, --eplb-config (eplb.py)
     env: dict[str, str] = field(default_factory=dict)
     flags_given: tuple[str, ...] = ()  # canonical flag names as written (for removed-flag checks)
     unknown_flags: tuple[str, ...] = ()
@@ -206,6 +212,7 @@ def parse_vllm(cmd: LaunchCommand) -> VLLMArgs:
                 from kvplan import validate
 
                 validate.gib(f"--kv-transfer-config kv_connector_extra_config {key}", extra[key])
+    v["eplb"] = parse_eplb(v)
     fields = VLLMArgs.__dataclass_fields__
     kwargs = {k: val for k, val in v.items() if k in fields}
     if not _BY_KEY:

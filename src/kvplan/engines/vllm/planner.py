@@ -17,6 +17,7 @@ from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
+from kvplan.engines.vllm.eplb import eplb_terms
 from kvplan.engines.vllm.installed import installed_vllm
 from kvplan.engines.vllm.kvcache import LayerSpec, capacity, group_layers
 from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
@@ -177,9 +178,11 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            is_mla=model.is_mla and not amx_mla, is_multimodal=model.is_multimodal,
                            has_sliding_window=model.n_swa_layers > 0, platform=platform,
                            mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
+    eplb = eplb_terms(model, args, cluster.gpu_name, version)
     prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
                          weights_low_bytes=max(0, wp.low_bytes - offload),
-                         weights_high_bytes=max(0, wp.high_bytes - offload))
+                         weights_high_bytes=max(0, wp.high_bytes - offload),
+                         eplb_state_bytes=eplb.state_bytes, eplb_buffer_bytes=eplb.buffer_bytes)
     b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
                rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
     notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
@@ -204,7 +207,8 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
         budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
         host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
         host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks,
-        kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens))
+        kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens),
+        terms=eplb.terms)
     node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                     host_available_source=cluster.host_mem_source,
                     host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())

@@ -50,6 +50,8 @@ class ProfileInputs:
     act_bytes: int  # the model dtype's bytes (activations)
     weights_low_bytes: int | None = None  # the weights' own range when estimated (None: exact)
     weights_high_bytes: int | None = None
+    eplb_state_bytes: int = 0  # EplbState.build's GPU tensors (eplb.py)
+    eplb_buffer_bytes: int = 0  # one MoE layer's local experts, allocated by the profile's dummy rearrangement
 
 
 def regime(p: ProfileInputs) -> str:
@@ -122,6 +124,14 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
         graphs = g[0]
         terms.append(BudgetTerm("cudagraph-estimate", *g, f"{cal.CUDAGRAPH_ESTIMATE.what} "
                                 f"({cal.CUDAGRAPH_ESTIMATE.source})"))
+    if p.eplb_state_bytes:
+        terms.append(BudgetTerm("eplb-state", p.eplb_state_bytes, p.eplb_state_bytes, p.eplb_state_bytes,
+                                "distributed/eplb/eplb_state.py EplbState.build (0.11.0): maps and load window"))
+    if p.eplb_buffer_bytes:  # after the forward: it adds what it exceeds the activations by (0 up to all of it)
+        over = max(0, p.eplb_buffer_bytes - act.bytes)
+        terms.append(BudgetTerm("eplb-rearrange-buffer", over, 0, p.eplb_buffer_bytes,
+                                "rebalance_execute.py rearrange_expert_weights_inplace: one MoE layer's local "
+                                "experts, allocated by the profile run's dummy rearrangement after the forward"))
     if model.is_multimodal:
         terms.append(BudgetTerm("encoder-profile", *cal.ENCODER_PROFILE.bytes(), cal.ENCODER_PROFILE.what))
     costs = terms[1:]

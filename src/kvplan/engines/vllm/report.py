@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.result import Plan
-from kvplan.units import GiB, fmt_count_band, fmt_gib, fmt_host
+from kvplan.units import GiB, fmt_count_band, fmt_gib, fmt_host, fmt_term
 
 
 def host_tiers(plan: Plan) -> list[str]:
@@ -47,6 +47,8 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
              f"requests of max_model_len {s.max_model_len:,}"),
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
+    for ft in r.terms:  # launch features (eplb.py): what each adds and where the plan counts it
+        rows.append((ft.term, fmt_term(ft.bytes), f"{ft.memory}, {ft.scope}, {ft.counted}"))
     for t in s.host_tiers:
         each = max(t.per_rank_bytes) if t.per_rank_bytes else 0
         rows.append((f"host: {t.flag}", fmt_host(each), f"{t.meaning}; pinned node total {fmt_host(t.node_bytes)}"))

@@ -66,6 +66,7 @@ class WeightArgs:
     dtype: str | None = None
     is_cpu: bool = False
     vllm_use_v1: str = ""  # the VLLM_USE_V1 environment variable of the command ("" unset)
+    num_redundant_experts: int = 0  # EPLB (eplb.py): (E + R) / EP experts per rank
 
     @classmethod
     def of(cls, args) -> WeightArgs:
@@ -73,7 +74,13 @@ class WeightArgs:
         return cls(args.tensor_parallel_size, args.pipeline_parallel_size, args.data_parallel_size,
                    bool(getattr(args, "enable_expert_parallel", False)), getattr(args, "quantization", None),
                    getattr(args, "dtype", None), bool(getattr(args, "is_cpu", False)),
-                   str(env.get("VLLM_USE_V1", "")) if env is not None else "")
+                   str(env.get("VLLM_USE_V1", "")) if env is not None else "",
+                   _redundant(args))
+
+
+def _redundant(args) -> int:
+    e = getattr(args, "eplb", None)
+    return int(e.redundant) if e is not None and e.enabled else 0
 
 
 def pp_ranges(n_layers: int, pp: int, version: Version) -> list[range]:
@@ -152,6 +159,18 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     else:
         parts = sums.stages[stage]
     parts = dict(parts)
+    red = args.num_redundant_experts if ep_on else 0
+    if red:  # FusedMoE: global_num_experts = E + R over EP ranks (eplb.py); the difference is its own part
+
+        def rplace(g: TensorGroup):
+            p = place(g)
+            if p is not None and p.per_rank_count is not None and role_of(g).group == "experts":
+                p = replace(p, per_rank_count=(g.count + red) // lay.ep)
+            return p
+        with_r = per_rank_sum(groups, rplace, ranges).stages[stage].get("experts", 0)
+        parts["eplb_redundant_experts"] = with_r - parts.get("experts", 0)
+        notes.append(f"EPLB: {red} redundant experts over EP {lay.ep}: "
+                     f"{gib_str(parts['eplb_redundant_experts'])} GiB per rank")
     elem = 4 if dt == "F32" else 2
     parts["rope_cache"] = sum(rc.rows * rc.rotary_dim * elem for rc in rope_caches(model))
     if v >= Version("0.8.0"):
@@ -264,3 +283,22 @@ def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: s
         return plan_weights(model, args, gpu_name, version).bytes
     except KvplanError:
         return None
+
+
+def eplb_expert_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> tuple[int, int]:
+    """(redundant experts, one MoE layer's local experts) in bytes per rank, from the memoized estimate (EPLB's
+    terms, eplb.py); (0, 0) without redundancy or when the estimate is out of reach (``--weights-gib`` alone)."""
+    from kvplan.errors import KvplanError
+    from kvplan.models.weights import checkpoint_dir_of
+
+    if model.moe is None or not getattr(args, "enable_expert_parallel", False):
+        return 0, 0
+    platform = "cpu" if getattr(args, "is_cpu", False) else platform_of(gpu_name)
+    try:
+        est = estimate_weights(model, args, platform, version, checkpoint_dir_of(model, args.model), gpu_name)
+    except KvplanError:
+        return 0, 0
+    red = int(est.parts.get("eplb_redundant_experts", 0))
+    pp = max(1, args.pipeline_parallel_size)
+    layers = max(1, round(model.moe.moe_layers / pp))  # MoE layers of the heaviest stage, spread evenly
+    return red, (int(est.parts.get("experts", 0)) + red) // layers
