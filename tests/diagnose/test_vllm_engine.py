@@ -226,13 +226,15 @@ def test_small_cache_many_long_requests_is_kv_capacity(engine_py, tiny, tmp_path
     assert from_log.observed["pool_tokens"] == 8192 and from_log.observed["pool_source"] == "the log"
 
 
-def test_large_cache_two_requests_is_client_bound(engine_py, tiny, tmp_path):
+def test_large_cache_one_client_is_client_bound(engine_py, tiny, tmp_path):
     flags = ["--kv-cache-memory-bytes", str(256 * 2**20), "--max-model-len", "2048", "--enforce-eager"]
-    # two closed-loop clients for the whole window (on a fast day one request of 2,000 tokens each ended before the
-    # window began; under load a 12 s window gave a single sample)
+    # one closed-loop client for the whole window (on a fast day one request of 2,000 tokens ended before the window
+    # began; under load a 12 s window gave a single sample). One, not two: on this 2-core machine two running requests
+    # share the CPU, per-request generation halves and compute-bound is the engine's true answer (a CI run: 1,156 ->
+    # 504 tok/s per request from 1 to 2 running), whatever the client does
     with serving(engine_py, tiny, flags, tmp_path / "large.log") as (base, argv), \
-            Load(base, tiny, n=2, prompt_len=40, max_tokens=1000, closed_loop=True) as load:
-        _wait_gauge(base, "num_requests_running", 2)
+            Load(base, tiny, n=1, prompt_len=40, max_tokens=1000, closed_loop=True) as load:
+        _wait_gauge(base, "num_requests_running", 1)
         done_before = len(load.results)
         live = diagnose(url=base, window_s=WINDOW_S, launch_command=argv)
         done_in_window = len(load.results) - done_before
