@@ -53,6 +53,21 @@ class UtilizationBudget:
 
 
 @dataclass(frozen=True)
+class FeatureTerm:
+    """One feature's memory on a rank (speculative draft, LoRA buffers, ...), named, with its source."""
+
+    term: str  # e.g. "draft_weights", "draft_kv_pool", "lora_buffers"
+    bytes: int
+    scope: str  # "per rank" (GPU) or "per rank, host"
+    effect: str  # what it takes from: "kv pool" (sized after it), "outside the static pool", "weights", ...
+    source: str  # engine file::function (pinned URL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"term": self.term, "bytes": self.bytes, "gib": round(self.bytes / GiB, 3), "scope": self.scope,
+                "effect": self.effect, "source": self.source}
+
+
+@dataclass(frozen=True)
 class RankPlan:
     """One GPU rank (one scheduler / worker process)."""
 
@@ -70,6 +85,7 @@ class RankPlan:
     kv_blocks: int | None = None
     kv_tokens_low: int | None = None  # the band: every estimated input at its worst / best end (None: exact)
     kv_tokens_high: int | None = None
+    feature_terms: tuple[FeatureTerm, ...] = ()  # speculative draft, LoRA: in the JSON only when present
 
     @property
     def kv_tokens_range(self) -> tuple[int, int]:
@@ -107,6 +123,8 @@ class RankPlan:
         d["headroom_gib"] = round(st.headroom_bytes / GiB, 3)
         d["baseline_free_gib"] = round(st.baseline_free_bytes / GiB, 3)
         d["headroom_after_graphs_gib"] = round(st.headroom_after_graphs_bytes / GiB, 3)
+        if self.feature_terms:  # additive: plans without speculation or LoRA keep the schema-v1 record as it was
+            d["feature_terms"] = [t.to_dict() for t in self.feature_terms]
         return d
 
 
