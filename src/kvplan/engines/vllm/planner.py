@@ -17,6 +17,7 @@ from kvplan.engines.vllm import host as hosts
 from kvplan.engines.vllm.args import VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
+from kvplan.engines.vllm.features import plan_features
 from kvplan.engines.vllm.installed import installed_vllm
 from kvplan.engines.vllm.kvcache import LayerSpec, capacity, group_layers
 from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
@@ -164,6 +165,13 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
     fallback = v0_fallback(version, platform=platform, cc=cc, kv_cache_dtype=args.kv_cache_dtype, dtype=mdt.name,
                            settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS})
     kind = engine_kind(version, args.env, fallback)
+    feats = plan_features(model, args, version, kind, mdt.bytes, kv_bytes)  # drafter and LoRA (features.py)
+    if feats.draft_layers(block):  # the drafter's attention layers share the block pool (last PP stage)
+        stages[-1] = stages[-1] + feats.draft_layers(block)
+        layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
+        layout = max(layouts, key=lambda lo: lo.bytes_per_block)
+    w_bytes += feats.weights_bytes
+    notes.extend(feats.notes)
     if hy is not None and kind == "v0":
         raise KvplanError(f"{model.name}: vLLM runs hybrid GDN models on the V1 engine only, and this launch "
                           f"falls back to V0 ({fallback or 'VLLM_USE_V1=0'})")
@@ -176,8 +184,8 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            has_sliding_window=model.n_swa_layers > 0, platform=platform,
                            mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
     prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
-                         weights_low_bytes=max(0, wp.low_bytes - offload),
-                         weights_high_bytes=max(0, wp.high_bytes - offload))
+                         weights_low_bytes=max(0, wp.low_bytes - offload) + feats.weights_bytes,
+                         weights_high_bytes=max(0, wp.high_bytes - offload) + feats.weights_bytes)
     b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
                rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
     notes.insert(0, f"model dtype {mdt.name}: {mdt.reason}")
@@ -202,7 +210,8 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
         budget=UtilizationBudget(b.requested_bytes), host_kv_tokens=(tier0.tokens_per_rank or 0) if tier0 else 0,
         host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
         host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks,
-        kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens))
+        kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens),
+        feature_terms=feats.terms(cap.num_blocks * block))
     node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                     host_available_source=cluster.host_mem_source,
                     host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
@@ -232,7 +241,7 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
         layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
         host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
         swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
-        unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
+        unknown_flags=tuple(args.unknown_flags), unmodeled=feats.unmodeled, world_size=args.world_size,
         model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
         checkpoint_weights_bytes_per_rank=estimate,  # the estimate without --weights-gib (None: unknown)
     )
