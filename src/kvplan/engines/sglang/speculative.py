@@ -115,8 +115,9 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
                               "plan it with --speculative-algorithm EAGLE3 and an EAGLE-3 draft, or drop speculation")
         head = eagle3_head(d, args.tp_size if not args.enable_dp_attention else attn_tp, model.hidden_size)
         w, cell = head.weights_bytes, head.kv_bytes_per_token(kv_dtype_bytes)
-        draft = f"EAGLE-3 head {d.name} ({head.layers} layer; config from {d.source})"
-        notes.append(f"draft: {draft}: " + ", ".join(f"{p} {b / 2**20:.0f}" for p, b in head.parts.items())
+        draft = f"EAGLE-3 head {d.name} ({head.layers} layer)"
+        notes.append(f"draft: {draft}, config from {d.source}: "
+                     + ", ".join(f"{p} {b / 2**20:.0f}" for p, b in head.parts.items())
                      + " MiB per rank (its embed_tokens is replaced by the target's: not counted)")
     else:  # STANDALONE: a whole second model (standalone_worker.py), sharded like the target
         from kvplan.engines.sglang.cell import compute_cell

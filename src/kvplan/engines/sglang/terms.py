@@ -13,8 +13,7 @@ def feature_terms(gpu: GpuPool) -> tuple[FeatureTerm, ...]:
     out = []
     if gpu.spec is not None:
         s = gpu.spec
-        out.append(FeatureTerm("draft_weights", s.weights_bytes, "per rank", "outside the static pool (built after "
-                               f"the target's KV pool): {s.draft}",
+        out.append(FeatureTerm("draft_weights", s.weights_bytes, "per rank", f"outside the static pool: {s.draft}",
                                _SG + "speculative/eagle_worker.py::EAGLEWorker.__init__"))
         out.append(FeatureTerm("draft_kv_pool", gpu.draft_kv_pool_bytes, "per rank",
                                f"outside the static pool: {s.kv_bytes_per_token:,} B/token × the target's "

@@ -47,6 +47,8 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
              f"requests of max_model_len {s.max_model_len:,}"),
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
+    rows[1:1] = [(f"  {t.term.replace('_', ' ')}" + (" (host)" if "host" in t.scope else ""), fmt_gib(t.bytes),
+                  t.effect) for t in r.feature_terms]  # speculative drafter and LoRA (features.py)
     for t in s.host_tiers:
         each = max(t.per_rank_bytes) if t.per_rank_bytes else 0
         rows.append((f"host: {t.flag}", fmt_host(each), f"{t.meaning}; pinned node total {fmt_host(t.node_bytes)}"))
