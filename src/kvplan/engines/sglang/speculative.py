@@ -127,12 +127,20 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
         if not args.speculative_draft_model_path:
             raise KvplanError("--speculative-algorithm STANDALONE without --speculative-draft-model-path: the draft "
                               "model is the missing figure", "add --speculative-draft-model-path")
-        dm = resolve_model(args.speculative_draft_model_path)
+        try:
+            dm = resolve_model(args.speculative_draft_model_path)
+        except KvplanError as e:
+            raise KvplanError(f"STANDALONE draft: {e.args[0]}", "pass --speculative-draft-model-path as a local "
+                              "directory holding the draft's config.json") from None
         w = plan_weights(dm, args, gpu_name, version).bytes
         cell = compute_cell(dm, args).bytes_per_token
-        draft = f"standalone draft model {dm.name} ({dm.num_layers} layers)"
+        draft = f"standalone draft model {dm.name} ({dm.num_layers} layers, sharded like the target)"
+        notes.append(f"draft: {draft}: weights {w / 2**30:.2f} GiB per rank (standalone_worker.py)")
     notes.append(f"draft KV: {cell:,} B per token per rank, as many tokens as the target's pool "
                  "(draft_runner_cache_size); draft weights and KV live outside mem_fraction_static")
+    notes.append(f"CUDA graphs: the target's verify graphs are captured up to the request pool's size, "
+                 f"{tokens} tokens per request (cuda_graph_runner.py::get_batch_sizes_to_capture); the draft's "
+                 "decode and extend graphs are not estimated apart (the engine's extra reserve is meant for them)")
     mrr = None if args.max_running_requests else 48
     if mrr:
         notes.append("--max-running-requests defaults to 48 with speculative decoding "

@@ -74,5 +74,7 @@ def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_byte
     notes = (f"speculative eagle3: draft {d.name} (config from {d.source}), {k} speculative tokens; head "
              f"{head.weights_bytes / 2**30:.2f} GiB per rank ("
              + ", ".join(f"{p} {b / 2**20:.0f}" for p, b in head.parts.items())
-             + f" MiB) loaded with the model; {head.layers} draft KV layer(s) in the block pool ({KV_SRC})",)
+             + f" MiB) loaded with the model; {head.layers} draft KV layer(s) in the block pool ({KV_SRC})",
+             "the profile's rejection-sampler dummy run (one draft token per request, "
+             "gpu_model_runner.py::_dummy_sampler_run) stays below the sampler's peak: not added")
     return VllmDraft(method, k, head.weights_bytes, head.layers, per_layer, notes)
