@@ -60,3 +60,12 @@ def test_outside_the_release_read_the_features_warn():
     assert "unmodeled-memory" in ids(r) and "unknown-flags" not in ids(r)
     r = plan("--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}')
     assert "unmodeled-memory" in ids(r)
+
+
+def test_releases_read_agree_and_v0_warns():
+    # 0.10.2 builds the same head (draft_vocab_size set: its own 32k lm_head in both) and the same LoRA buffers
+    assert terms(plan(*SPEC, version="0.10.2"))["draft_weights"] == 849_635_328
+    assert terms(plan(*LORA, version="0.8.5"))["lora_buffers"] == 1_505_230_848
+    # the V0 engine (VLLM_USE_V1=0) is not read: the launch keeps the warning
+    r = check(["VLLM_USE_V1=0", *VLLM, *LORA], engine_version="0.10.2", gpu="h100")
+    assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms

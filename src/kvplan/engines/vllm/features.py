@@ -63,12 +63,12 @@ def plan_features(model: ModelSpec, args: VLLMArgs, version: str, kind: str, dty
     cfg = parse_config(args.speculative_config)
     if cfg:
         if modelled(version, kind, cfg):
-            draft = plan_draft(cfg, args.tensor_parallel_size, model.hidden_size, dtype_bytes, kv_bytes)
+            draft = plan_draft(cfg, args.tensor_parallel_size, model.hidden_size, dtype_bytes, kv_bytes, version)
         else:
             unmodeled.append(SPEC_UNMODELED)
     lora = None
     if args.enable_lora and not args.no_enable_lora:
-        lora = plan_lora(model, args, version, dtype_bytes)
+        lora = plan_lora(model, args, version, dtype_bytes) if kind != "v0" else None
         if lora is None:
             unmodeled.append(LORA_UNMODELED)
     return Features(draft, lora, tuple(unmodeled))

@@ -1,6 +1,7 @@
 """vLLM LoRA: the stacked LoRA buffers every wrapped layer preallocates, and the CPU adapter cache.
 
-Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/...):
+Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/...; 0.10.2 allocates the same
+buffers, 0.8.5 too from ``lora/layers.py``; the V0 engine is not read: it keeps the ``unmodeled-memory`` warning):
 
 - ``v1/worker/gpu_model_runner.py::GPUModelRunner.load_model`` → ``load_lora_model``: the LoRA wrappers are
   built with the model, so their buffers are part of the model memory the profile subtracts before the KV cache.
@@ -47,9 +48,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def modelled(version: str, model: ModelSpec) -> bool:
-    """The release read (0.11.x) and the layer kinds sized here (dense decoder layers, no MLA / vision / linear)."""
+    """The releases read (0.8.5, 0.10.2, 0.11.0: the same buffers, built in the V1 ``load_model``) and the layer kinds
+    sized here (dense decoder layers, no MLA / vision / linear attention)."""
     v = Version(version)
-    return Version("0.11.0") <= v < Version("0.12.0") and not (
+    return Version("0.8.5") <= v < Version("0.12.0") and not (
         model.is_mla or model.is_multimodal or model.n_linear_layers or model.moe is not None)
 
 

@@ -1,6 +1,7 @@
 """vLLM speculative decoding (``--speculative-config``) on the V1 engine: the drafter's weights and its KV layers.
 
-Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/...):
+Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/...; 0.10.2 builds the same eagle3
+head and shares the embedding the same way; its lm_head is always the head's own):
 
 - ``config/speculative.py::SpeculativeConfig``: ``method`` (an "eagle3" in the draft's name makes it eagle3),
   ``model``, ``num_speculative_tokens``; the draft runs at the target's tensor parallel size.
@@ -17,7 +18,7 @@ Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vl
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.engines.versions import Version
 from kvplan.errors import KvplanError
@@ -56,12 +57,13 @@ def method_of(cfg: dict) -> str:
 
 
 def modelled(version: str, kind: str, cfg: dict) -> bool:
-    """eagle3 and ngram on the V1 engine of the release read (0.11.x)."""
+    """eagle3 and ngram on the V1 engine of the releases read (0.10.2, 0.11.0: the same head and sharing)."""
     v = Version(version)
-    return kind != "v0" and Version("0.11.0") <= v < Version("0.12.0") and method_of(cfg) in ("eagle3", "ngram")
+    return kind != "v0" and Version("0.10.2") <= v < Version("0.12.0") and method_of(cfg) in ("eagle3", "ngram")
 
 
-def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_bytes: int) -> VllmDraft:
+def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_bytes: int,
+               version: str = "0.11.0") -> VllmDraft:
     from kvplan.models.drafts import draft_config, eagle3_head
 
     method, k = method_of(cfg), int(cfg.get("num_speculative_tokens") or 0)
@@ -69,6 +71,11 @@ def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_byte
         return VllmDraft(method, k, 0, 0, 0, ("speculative ngram: no draft model (prompt n-gram lookup on the CPU)",))
     d = draft_config(cfg.get("model"), "--speculative-config model")
     head = eagle3_head(d, tp, target_hidden, dtype_bytes)
+    if not d.config.get("draft_vocab_size") and Version(version) < Version("0.11.0"):
+        # 0.10.2 keeps an eagle3 head's own full-vocabulary lm_head (0.11 shares the target's when shapes match)
+        v = int(d.config.get("vocab_size") or 0)
+        extra = -(-(-(-v // 64) * 64) // tp) * int(d.config.get("hidden_size") or 0) * dtype_bytes
+        head = replace(head, weights_bytes=head.weights_bytes + extra, parts={**head.parts, "lm_head": extra})
     per_layer = head.kv_bytes_per_token(kv_bytes) // head.layers
     # the target's embed_tokens replaces the head's when the shapes match (eagle.py); the lm_head is the head's own
     notes = (f"speculative eagle3: draft {d.name} (config from {d.source}), {k} speculative tokens; head "
