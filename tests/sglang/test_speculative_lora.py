@@ -121,3 +121,12 @@ def test_lora_tp2_splits_and_adapter_configs_are_read(tmp_path):
     assert terms(r)["lora_buffers"] == 32 * (2 * 48 * 4096 + 2 * 6144 * 16) * 2
     with pytest.raises(KvplanError, match="maximum LoRA rank"):
         plan(LLAMA, "--enable-lora", "--lora-paths", "a=org/a")
+
+
+def test_speculation_reserves_two_gib_more_in_the_default_fraction():
+    # 0.5.9 _handle_gpu_memory_settings on an H100 (81,559 MiB), TP1: 512 + 8192 × 1.5 + 256 × 2 + 1/8 × 1024 =
+    # 13,440 MiB (> the 10 GiB floor), + 2,048 for an EAGLE draft = 15,488 -> round((81,559 − 15,488) / 81,559, 3)
+    r = plan(LLAMA, *EAGLE3)
+    s = r.plan.settings
+    assert s.mem_fraction_static == round((81559 - 15488) / 81559, 3) == 0.81
+    assert "+2 GiB reserve for the EAGLE3 draft" in s.mem_fraction_static_source
