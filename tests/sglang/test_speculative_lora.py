@@ -103,7 +103,9 @@ def test_lora_buffers_by_hand_and_taken_before_the_kv_pool():
     #   = 20,971,520 elements per layer × 2 B × 32 layers = 1,342,177,280 B (1.25 GiB)
     a = plan(LLAMA, "--mem-fraction-static", "0.8", free_gib=78.0, weights_gib=15.0)
     b = plan(LLAMA, "--mem-fraction-static", "0.8", *LORA, free_gib=78.0, weights_gib=15.0)
-    assert terms(b) == {"lora_buffers": 1_342_177_280}
+    assert terms(b)["lora_buffers"] == 1_342_177_280
+    # the two hub adapters on the CPU of each rank: at most one slot's unsharded share each, 1,342,177,280 / 4
+    assert terms(b)["lora_adapters_host"] == 2 * 335_544_320
     assert a.plan.per_rank.kv_tokens - b.plan.per_rank.kv_tokens == pytest.approx(1_342_177_280 / 131072, abs=1)
     assert not {"unmodeled-memory", "unknown-flags"} & ids(b)
 

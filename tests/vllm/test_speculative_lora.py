@@ -50,7 +50,9 @@ def test_lora_buffers_by_hand():
     a, b = plan(), plan(*LORA)
     t = terms(b)
     assert t["lora_buffers"] == 1_505_230_848
-    assert t["lora_cpu_cache"] == 1_505_230_848  # max_cpu_loras defaults to max_loras: 4 × 1/4 of it
+    # host: max_cpu_loras (= max_loras) whole adapters, each at most one slot at TP1: linear 1,342,177,280 / 4 =
+    # 335,544,320, embed 19,070,976 + logits 19,070,976 (the same shapes with 1 slot) + 512 extra rows 4,194,304
+    assert t["lora_cpu_cache"] == 4 * (335_544_320 + 2 * 19_070_976 + 4_194_304)
     assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 1_505_230_848
     assert not ids(b) & {"unmodeled-memory", "unknown-flags"}
 

@@ -62,3 +62,10 @@ def nccl_row(gpu_name: str | None, ranks: int) -> hm.LedgerRow | None:
     return hm.row("nccl", f"NCCL buffers toward {peers} peer(s) ({how})", "per rank", ranks, value, low, high,
                   memory=hm.SHMEM, certainty=hm.ESTIMATE,
                   source="NCCL_BUFFSIZE 4 MiB per channel and peer (NCCL env docs); 0-32 channels")
+
+
+def feature_host_rows(terms, ranks: int) -> list[hm.LedgerRow]:
+    """The host-side feature terms of a plan (``per_rank.feature_terms`` with a "host" scope: LoRA adapters held on
+    the CPU), one ledger row each, per rank: an upper bound unless the engine read the adapters' own files."""
+    return [hm.row(t.term.replace("_", "-"), t.effect, "per rank", ranks, t.bytes, 0, t.bytes, phases=(hm.STEADY,),
+                   certainty=hm.WORST, source=t.source) for t in terms if "host" in t.scope]

@@ -45,6 +45,28 @@ class LoraPlan:
     max_lora_rank: int
     target_modules: tuple[str, ...]
     notes: tuple[str, ...]
+    host_bytes: int = 0  # per rank: the adapters' weights on the CPU (LoRAManager.load_lora_weights)
+
+
+def _adapter_dir(spec: str) -> Path:
+    path = spec
+    if spec.startswith("{"):
+        try:
+            path = str(json.loads(spec).get("lora_path") or "")
+        except (ValueError, AttributeError):
+            path = ""
+    elif "=" in spec:
+        path = spec.split("=", 1)[1]
+    return Path(os.path.expanduser(path))
+
+
+def _adapter_file_bytes(spec: str) -> int | None:
+    """Bytes of a local adapter's weight files (what ``LoRAAdapter.initialize_weights`` loads to the CPU)."""
+    try:
+        files = [f for f in _adapter_dir(spec).iterdir() if f.name.startswith("adapter_model.")]
+        return sum(f.stat().st_size for f in files) if files else None
+    except OSError:
+        return None
 
 
 def _adapter_config(spec: str) -> dict | None:
@@ -117,6 +139,20 @@ def plan_lora(model: ModelSpec, args: SGLangArgs, version: str) -> LoraPlan | No
         raise KvplanError(f"SGLang LoRA target module(s) {sorted(unknown)} are not sized by kvplan",
                           "use the standard names (q_proj ... down_proj, embed_tokens, lm_head)")
     n, tp, elem = args.max_loras_per_batch, args.tp_size, model.dtype_bytes
+    total = _buffers(model, mods, n, rank, tp, elem)
+    # every rank loads every adapter whole on the CPU (lora_manager.py::load_lora_weights): the files when local,
+    # else one slot's unsharded share of the buffers (rank max_lora_rank on every target module), an upper bound
+    one = _buffers(model, mods, 1, rank, 1, elem)
+    host = sum(_adapter_file_bytes(p) or one for p in args.lora_paths)
+    notes.append(f"LoRA adapters on the host: {len(args.lora_paths)} × up to {one / 2**30:.2f} GiB per rank "
+                 "(loaded whole to the CPU on every rank; local adapter files counted as they are)")
+    notes.insert(0, f"LoRA buffers {total / 2**30:.2f} GiB per rank: {n} adapters per batch × rank {rank} × "
+                    f"{', '.join(sorted(mods))} × {model.num_layers} layers in {model.dtype} ({SRC}); target "
+                    f"modules from {src}; allocated before the KV pool is sized")
+    return LoraPlan(total, n, rank, tuple(sorted(mods)), tuple(notes), host)
+
+
+def _buffers(model: ModelSpec, mods: set[str], n: int, rank: int, tp: int, elem: int) -> int:
     total = 0
     for m in sorted(mods):
         din, dout = _dims(model, m)
@@ -126,7 +162,4 @@ def plan_lora(model: ModelSpec, args: SGLangArgs, version: str) -> LoraPlan | No
         a_in = din // tp if (tp > 1 and m in _ROW) else din
         b_out = dout if m in _ROW or tp == 1 else dout // tp
         total += model.num_layers * (n * _STACKED.get(m, 1) * rank * a_in + n * b_out * rank) * elem
-    notes.append(f"LoRA buffers {total / 2**30:.2f} GiB per rank: {n} adapters per batch × rank {rank} × "
-                 f"{', '.join(sorted(mods))} × {model.num_layers} layers in {model.dtype} ({SRC}); target modules "
-                 f"from {src}; allocated before the KV pool is sized")
-    return LoraPlan(total, n, rank, tuple(sorted(mods)), tuple(notes))
+    return total

@@ -35,6 +35,8 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("weights", fmt_gib(r.weights_bytes), "per rank")]
     if "lora_buffers" in terms:
         rows.append(("LoRA buffers", fmt_gib(terms["lora_buffers"].bytes), terms["lora_buffers"].effect))
+    rows += [(f"  {t.term.replace('_', ' ')}", fmt_gib(t.bytes), t.effect) for t in r.feature_terms
+             if "host" in t.scope]
     rows += [
              ("mem_fraction_static", f"{pool.mem_fraction_static:g}", s.mem_fraction_static_source),
              ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.kv_cache_dtype}, "

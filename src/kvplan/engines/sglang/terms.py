@@ -25,6 +25,10 @@ def feature_terms(gpu: GpuPool) -> tuple[FeatureTerm, ...]:
         out.append(FeatureTerm("lora_buffers", lo.bytes, "per rank", f"taken before the KV pool is sized: "
                                f"{lo.max_loras_per_batch} × rank {lo.max_lora_rank} × {', '.join(lo.target_modules)}",
                                _SG + "lora/mem_pool.py::LoRAMemoryPool.init_buffers"))
+        if lo.host_bytes:
+            out.append(FeatureTerm("lora_adapters_host", lo.host_bytes, "per rank, host",
+                                   "the adapters of --lora-paths, loaded whole to the CPU on every rank",
+                                   _SG + "lora/lora_manager.py::LoRAManager.load_lora_weights"))
     return tuple(out)
 
 

@@ -55,32 +55,39 @@ def modelled(version: str, model: ModelSpec) -> bool:
         model.is_mla or model.is_multimodal or model.n_linear_layers or model.moe is not None)
 
 
+def _buffers(model: ModelSpec, n: int, r: int, tp: int, elem: int, dtype_bytes: int) -> tuple[int, int]:
+    """(linear, embed/lm_head) bytes of ``n`` slots at rank ``r`` on one rank of ``tp`` (module docstring)."""
+    h, hd, inter = model.hidden_size, model.head_dim, model.intermediate_size
+    q, kv = model.num_attention_heads * hd // tp, max(1, model.num_kv_heads // tp) * hd
+    # per layer: A (n, 1, r, in) per slice, B (n, 1, out, r) per slice
+    per_layer = (3 * r * h + (q + 2 * kv) * r  # qkv_proj: column-parallel, 3 slices
+                 + r * (model.num_attention_heads * hd // tp) + h * r  # o_proj: row-parallel
+                 + 2 * r * h + 2 * _cdiv(inter, tp) * r  # gate_up_proj: 2 slices
+                 + r * _cdiv(inter, tp) + h * r)  # down_proj: row-parallel
+    linear = n * per_layer * model.num_layers * elem
+    if model.architecture not in EMBED_ARCHS:
+        return linear, 0
+    v = model.vocab_size
+    emb = n * EXTRA_VOCAB * h * dtype_bytes + n * (v + EXTRA_VOCAB) * r * elem + n * h * r * elem
+    logits = n * r * h * elem + n * _cdiv(v + EXTRA_VOCAB, VOCAB_PAD) * VOCAB_PAD * r * elem \
+        + n * EXTRA_VOCAB * h * dtype_bytes
+    base = (_cdiv(EXTRA_VOCAB * n, tp) + _cdiv(EXTRA_VOCAB, tp)) * h * dtype_bytes  # the model's extra vocab rows
+    return linear, emb + logits + base
+
+
 def plan_lora(model: ModelSpec, args: VLLMArgs, version: str, dtype_bytes: int) -> VllmLora | None:
     if not args.enable_lora or not modelled(version, model):
         return None
     n, r, tp = args.max_loras or 1, args.max_lora_rank or 16, args.tensor_parallel_size
     elem = 4 if (args.lora_dtype or "auto") in ("float32", "float") else dtype_bytes
-    h, hd, inter = model.hidden_size, model.head_dim, model.intermediate_size
-    q, kv = model.num_attention_heads * hd // tp, max(1, model.num_kv_heads // tp) * hd
-    # (slices' A rows × input, B outputs) per layer: A (n, 1, r, in) per slice, B (n, 1, out, r) per slice
-    per_layer = (3 * r * h + (q + 2 * kv) * r  # qkv_proj: column-parallel, 3 slices
-                 + r * (model.num_attention_heads * hd // tp) + h * r  # o_proj: row-parallel
-                 + 2 * r * h + 2 * _cdiv(inter, tp) * r  # gate_up_proj: 2 slices
-                 + r * _cdiv(inter, tp) + h * r)  # down_proj: row-parallel
-    total = n * per_layer * model.num_layers * elem
-    parts = [f"linear {total / 2**30:.2f} GiB"]
-    if model.architecture in EMBED_ARCHS:
-        v = model.vocab_size
-        emb = n * EXTRA_VOCAB * h * dtype_bytes + n * (v + EXTRA_VOCAB) * r * elem + n * h * r * elem
-        logits = n * r * h * elem + n * _cdiv(v + EXTRA_VOCAB, VOCAB_PAD) * VOCAB_PAD * r * elem \
-            + n * EXTRA_VOCAB * h * dtype_bytes
-        base = (_cdiv(EXTRA_VOCAB * n, tp) + _cdiv(EXTRA_VOCAB, tp)) * h * dtype_bytes  # extra vocab rows
-        total += emb + logits + base
-        parts.append(f"embed/lm_head {(emb + logits + base) / 2**30:.2f} GiB")
+    linear, embed = _buffers(model, n, r, tp, elem, dtype_bytes)
+    total = linear + embed
+    parts = [f"linear {linear / 2**30:.2f} GiB"] + ([f"embed/lm_head {embed / 2**30:.2f} GiB"] if embed else [])
     cpu = args.max_cpu_loras or n
-    host = cpu * (total // n)
+    one = sum(_buffers(model, 1, r, 1, elem, dtype_bytes))  # an adapter is loaded whole on each rank's CPU
+    host = cpu * one
     notes = (f"LoRA {total / 2**30:.2f} GiB per rank ({', '.join(parts)}): {n} slots × rank {r}, every supported "
              f"module wrapped ({SRC}); part of the model memory the profile subtracts",
-             f"LoRA adapters on the host: up to {cpu} (max_cpu_loras) × {total // n / 2**30:.2f} GiB per rank "
-             "(an upper bound: adapters at the maximum rank on every module)")
+             f"LoRA adapters on the host: up to {cpu} (max_cpu_loras) × {one / 2**30:.2f} GiB per rank "
+             "(an upper bound: whole adapters at the maximum rank on every module)")
     return VllmLora(total, host, n, r, notes)
