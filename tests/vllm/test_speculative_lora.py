@@ -30,7 +30,9 @@ def test_eagle3_head_is_model_memory_and_its_layer_joins_the_block_pool():
     a, b = plan(), plan(*SPEC)
     t = terms(b)
     assert t["draft_weights"] == 849_635_328
-    assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 849_635_328
+    # EagleProposer's buffers: max_num_batched_tokens 8192 × (int32 + int64 + int32 + 2 × 4096 × 2 B) = 134,348,800
+    assert t["draft_buffers"] == 8192 * (4 + 8 + 4 + 2 * 4096 * 2) == 134_348_800
+    assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 849_635_328 + 134_348_800
     assert b.plan.per_rank.kv_bytes_per_token == 135_168
     blocks = b.plan.per_rank.kv_blocks
     assert blocks is not None and t["draft_kv_pool"] == blocks * 16 * 4096

@@ -10,7 +10,7 @@ from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.engines.vllm.kvcache import LayerSpec
 from kvplan.engines.vllm.lora import SRC as LORA_SRC
 from kvplan.engines.vllm.lora import VllmLora, plan_lora
-from kvplan.engines.vllm.speculative import KV_SRC, SRC, VllmDraft, modelled, parse_config, plan_draft
+from kvplan.engines.vllm.speculative import BUF_SRC, KV_SRC, SRC, VllmDraft, modelled, parse_config, plan_draft
 from kvplan.models.spec import ModelSpec
 from kvplan.result import FeatureTerm
 
@@ -27,7 +27,8 @@ class Features:
     @property
     def weights_bytes(self) -> int:
         """Per rank, loaded with the model: the drafter's head and the LoRA buffers."""
-        return (self.draft.weights_bytes if self.draft else 0) + (self.lora.gpu_bytes if self.lora else 0)
+        d = self.draft
+        return (d.weights_bytes + d.buffers_bytes if d else 0) + (self.lora.gpu_bytes if self.lora else 0)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -45,6 +46,8 @@ class Features:
         if d is not None and d.method != "ngram":
             out.append(FeatureTerm("draft_weights", d.weights_bytes, "per rank",
                                    "model memory (loaded with the target, subtracted before the KV cache)", SRC))
+            out.append(FeatureTerm("draft_buffers", d.buffers_bytes, "per rank", "the proposer's persistent "
+                                   "buffers (max_num_batched_tokens rows), taken before the profile", BUF_SRC))
             out.append(FeatureTerm("draft_kv_pool", d.layers * d.layer_token_bytes * kv_tokens_alloc, "per rank",
                                    f"inside the block pool: {d.layers} draft layer(s) × {d.layer_token_bytes:,} "
                                    f"B/token in every block; {d.num_speculative_tokens} speculative tokens", KV_SRC))
@@ -57,13 +60,14 @@ class Features:
 
 
 def plan_features(model: ModelSpec, args: VLLMArgs, version: str, kind: str, dtype_bytes: int,
-                  kv_bytes: int) -> Features:
+                  kv_bytes: int, max_num_batched_tokens: int) -> Features:
     unmodeled: list[str] = []
     draft = None
     cfg = parse_config(args.speculative_config)
     if cfg:
         if modelled(version, kind, cfg):
-            draft = plan_draft(cfg, args.tensor_parallel_size, model.hidden_size, dtype_bytes, kv_bytes, version)
+            draft = plan_draft(cfg, args.tensor_parallel_size, model.hidden_size, dtype_bytes, kv_bytes, version,
+                               max_num_batched_tokens)
         else:
             unmodeled.append(SPEC_UNMODELED)
     lora = None

@@ -165,13 +165,6 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
     fallback = v0_fallback(version, platform=platform, cc=cc, kv_cache_dtype=args.kv_cache_dtype, dtype=mdt.name,
                            settings={k: getattr(args, k) for k in V0_ONLY_SETTINGS})
     kind = engine_kind(version, args.env, fallback)
-    feats = plan_features(model, args, version, kind, mdt.bytes, kv_bytes)  # drafter and LoRA (features.py)
-    if feats.draft_layers(block):  # the drafter's attention layers share the block pool (last PP stage)
-        stages[-1] = stages[-1] + feats.draft_layers(block)
-        layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
-        layout = max(layouts, key=lambda lo: lo.bytes_per_block)
-    w_bytes += feats.weights_bytes
-    notes.extend(feats.notes)
     if hy is not None and kind == "v0":
         raise KvplanError(f"{model.name}: vLLM runs hybrid GDN models on the V1 engine only, and this launch "
                           f"falls back to V0 ({fallback or 'VLLM_USE_V1=0'})")
@@ -183,6 +176,15 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            is_mla=model.is_mla and not amx_mla, is_multimodal=model.is_multimodal,
                            has_sliding_window=model.n_swa_layers > 0, platform=platform,
                            mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
+    # the drafter and LoRA (features.py): memory loaded with the model, the drafter's layers in the block pool
+    feats = plan_features(model, args, version, kind, mdt.bytes, kv_bytes,
+                          batch.tokens)
+    if feats.draft_layers(block):  # the drafter's attention layers share the block pool (last PP stage)
+        stages[-1] = stages[-1] + feats.draft_layers(block)
+        layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
+        layout = max(layouts, key=lambda lo: lo.bytes_per_block)
+    w_bytes += feats.weights_bytes
+    notes.extend(feats.notes)
     prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
                          weights_low_bytes=max(0, wp.low_bytes - offload) + feats.weights_bytes,
                          weights_high_bytes=max(0, wp.high_bytes - offload) + feats.weights_bytes)

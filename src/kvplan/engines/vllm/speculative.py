@@ -11,6 +11,9 @@ head and shares the embedding the same way; its lm_head is always the head's own
 - ``v1/worker/gpu_model_runner.py::GPUModelRunner.get_kv_cache_spec``: every ``Attention`` layer of the static
   forward context, the drafter's included, gets a KV spec; the drafter's layers share the block pool, so a block
   costs the target's layers plus the draft's (``v1/core/kv_cache_utils.py::get_kv_cache_config``).
+- ``v1/spec_decode/eagle.py::EagleProposer.__init__``: persistent buffers of max_num_batched_tokens rows
+  (input_ids, positions, arange, hidden_states and inputs_embeds of the draft's hidden size), made with the model
+  runner, before the profile.
 - The profile run also runs the drafter (``_dummy_run`` → ``drafter.dummy_run``): a one-layer head, its activations
   below the target's peak (not added); its CUDA graphs are captured after the KV cache, outside the budget.
 """
@@ -25,6 +28,7 @@ from kvplan.errors import KvplanError
 
 SRC = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/spec_decode/eagle.py::EagleProposer.load_model"
 KV_SRC = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_model_runner.py::get_kv_cache_spec"
+BUF_SRC = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/spec_decode/eagle.py::EagleProposer.__init__"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class VllmDraft:
     layers: int  # draft attention layers (each one more KV layer in the block pool)
     layer_token_bytes: int  # KV bytes per token of one draft layer on a rank
     notes: tuple[str, ...]
+    buffers_bytes: int = 0  # EagleProposer's persistent buffers (before the profile)
 
 
 def parse_config(text: str | None) -> dict:
@@ -63,7 +68,7 @@ def modelled(version: str, kind: str, cfg: dict) -> bool:
 
 
 def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_bytes: int,
-               version: str = "0.11.0") -> VllmDraft:
+               version: str = "0.11.0", max_num_batched_tokens: int = 0) -> VllmDraft:
     from kvplan.models.drafts import draft_config, eagle3_head
 
     method, k = method_of(cfg), int(cfg.get("num_speculative_tokens") or 0)
@@ -84,4 +89,8 @@ def plan_draft(cfg: dict, tp: int, target_hidden: int, dtype_bytes: int, kv_byte
              + f" MiB) loaded with the model; {head.layers} draft KV layer(s) in the block pool ({KV_SRC})",
              "the profile's rejection-sampler dummy run (one draft token per request, "
              "gpu_model_runner.py::_dummy_sampler_run) stays below the sampler's peak: not added")
-    return VllmDraft(method, k, head.weights_bytes, head.layers, per_layer, notes)
+    # EagleProposer.__init__: input_ids int32, positions int64, arange int32, hidden_states and inputs_embeds
+    # [max_num_batched_tokens, draft hidden] in the model dtype (GPUModelRunner.__init__, before the profile)
+    h = int(d.config.get("hidden_size") or 0)
+    buffers = max_num_batched_tokens * (4 + 8 + 4 + 2 * h * dtype_bytes)
+    return VllmDraft(method, k, head.weights_bytes, head.layers, per_layer, notes, buffers)
