@@ -132,3 +132,12 @@ def test_speculation_reserves_two_gib_more_in_the_default_fraction():
     s = r.plan.settings
     assert s.mem_fraction_static == round((81559 - 15488) / 81559, 3) == 0.81
     assert "+2 GiB reserve for the EAGLE3 draft" in s.mem_fraction_static_source
+
+
+def test_an_eagle_head_kvplan_does_not_size_keeps_the_warning(tmp_path):
+    # EAGLE (1/2) head: LlamaForCausalLMEagle, not an EAGLE-3 head: planned without it, with the warning
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle"], "hidden_size": 4096,
+                                                      "num_hidden_layers": 1}))
+    for draft in (str(tmp_path), "nobody/eagle-head"):
+        r = plan(LLAMA, "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", draft)
+        assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms

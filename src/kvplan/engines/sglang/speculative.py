@@ -107,12 +107,15 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
     elif algo == "EAGLE3" or algo == "EAGLE":
         from kvplan.models.drafts import draft_config, eagle3_head
 
-        d = draft_config(args.speculative_draft_model_path, "--speculative-draft-model-path")
-        arch = str((d.config.get("architectures") or [""])[0])
-        if algo == "EAGLE" and "Eagle3" not in arch:
-            raise KvplanError(f"--speculative-algorithm EAGLE with draft {arch or d.name}: an EAGLE-1/2 head is not "
-                              "sized by kvplan (only EAGLE-3 heads and MTP layers)",
-                              "plan it with --speculative-algorithm EAGLE3 and an EAGLE-3 draft, or drop speculation")
+        if algo == "EAGLE":  # an EAGLE-1/2 head (LlamaForCausalLMEagle) is not sized: the warning stays
+            try:
+                d = draft_config(args.speculative_draft_model_path, "--speculative-draft-model-path")
+            except KvplanError:
+                return None
+            if "Eagle3" not in str((d.config.get("architectures") or [""])[0]):
+                return None
+        else:
+            d = draft_config(args.speculative_draft_model_path, "--speculative-draft-model-path")
         head = eagle3_head(d, args.tp_size if not args.enable_dp_attention else attn_tp, model.hidden_size)
         w, cell = head.weights_bytes, head.kv_bytes_per_token(kv_dtype_bytes)
         draft = f"EAGLE-3 head {d.name} ({head.layers} layer)"
