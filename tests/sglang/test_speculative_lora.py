@@ -141,3 +141,14 @@ def test_an_eagle_head_kvplan_does_not_size_keeps_the_warning(tmp_path):
     for draft in (str(tmp_path), "nobody/eagle-head"):
         r = plan(LLAMA, "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", draft)
         assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms
+
+
+def test_standalone_draft_is_a_second_model_sharded_like_the_target():
+    # a standalone draft the size of the target: its weights as the target's estimate, its KV cell the same 131,072 B
+    r = plan(LLAMA, "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
+             "meta-llama/Llama-3.1-8B")
+    t = terms(r)
+    assert t["draft_weights"] == r.plan.per_rank.weights_bytes
+    assert t["draft_kv_pool"] == (r.plan.per_rank.kv_tokens + 1) * 131072
+    # STANDALONE reserves 6 GiB: 13,440 + 6,144 = 19,584 MiB -> round((81,559 − 19,584) / 81,559, 3) = 0.76
+    assert r.plan.settings.mem_fraction_static == 0.76

@@ -21,7 +21,7 @@ size draft pools in other modules: those releases keep the ``unmodeled-memory`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.engines.sglang.args import SGLangArgs
 from kvplan.engines.versions import Version
@@ -97,6 +97,8 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
         from kvplan.models.weights import checkpoint_dir_of
 
         w, parts = nextn_layer_bytes(model, args, gpu_name or "", version, checkpoint_dir_of(model, args.model_path))
+        if not parts.get("attention"):  # the checkpoint (or its synthesis) has no NextN layer: not sized
+            return None
         k = model.num_nextn_predict_layers
         if model.is_mla:  # MLATokenToKVPool: one latent row per layer, not split over TP
             cell = model.mla_kv_dim * k * kv_dtype_bytes
@@ -135,7 +137,7 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
         except KvplanError as e:
             raise KvplanError(f"STANDALONE draft: {e.args[0]}", "pass --speculative-draft-model-path as a local "
                               "directory holding the draft's config.json") from None
-        w = plan_weights(dm, args, gpu_name, version).bytes
+        w = plan_weights(dm, replace(args, model_path=args.speculative_draft_model_path), gpu_name, version).bytes
         cell = compute_cell(dm, args).bytes_per_token
         draft = f"standalone draft model {dm.name} ({dm.num_layers} layers, sharded like the target)"
         notes.append(f"draft: {draft}: weights {w / 2**30:.2f} GiB per rank (standalone_worker.py)")
