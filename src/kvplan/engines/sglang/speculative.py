@@ -92,7 +92,7 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
     notes = [f"speculative {algo}: steps {steps}, topk {topk}, draft tokens {tokens} "
              f"({'flags' if args.speculative_num_steps else 'server_args.py::auto_choose_speculative_params'})"]
     attn_tp = args.attn_tp_size
-    if algo != "STANDALONE" and model.architecture in MTP_ARCHS and model.num_nextn_predict_layers:
+    if algo == "EAGLE" and model.architecture in MTP_ARCHS and model.num_nextn_predict_layers:  # EAGLE3: the head
         from kvplan.engines.sglang.weights import nextn_layer_bytes
         from kvplan.models.weights import checkpoint_dir_of
 
