@@ -90,8 +90,21 @@ def test_deepseek_v3_mtp_draft_is_one_moe_layer_per_rank():
 
 
 def test_speculation_outside_the_releases_read_still_warns():
-    r = plan("Qwen/Qwen3-8B", "--speculative-algorithm", "EAGLE", version="0.5.23")
+    # 0.5.3-0.5.6 grow the shared pool by draft/verify tokens instead (not modelled)
+    r = plan(LLAMA, *EAGLE3, version="0.5.5")
     assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms
+
+
+def test_from_0_5_14_the_draft_kv_is_sized_inside_the_static_pool():
+    # pool_configurator.py: cell + int(cell × d / n) = 131,072 + int(131,072 × 1 / 32) = 135,168 B per token sizes
+    # the target's tokens; the draft's own pool (4,096 B/token) then fits in what that leaves
+    a = plan(LLAMA, "--mem-fraction-static", "0.8", free_gib=78.0, weights_gib=15.0, version="0.5.23")
+    b = plan(LLAMA, "--mem-fraction-static", "0.8", *EAGLE3, free_gib=78.0, weights_gib=15.0, version="0.5.23")
+    rest = int(78.0 * GiB) - int(15.0 * GiB) - int(int(78.0 * GiB) * (1 - 0.8))
+    assert b.plan.per_rank.kv_tokens == rest // 135_168 < a.plan.per_rank.kv_tokens
+    assert terms(b)["draft_kv_pool"] == (b.plan.per_rank.kv_tokens + 1) * 4096
+    assert b.plan.per_rank.kv_bytes_per_token == 131_072  # the target's own pool, as its log line counts it
+    assert b.plan.per_rank.max_running_requests == 48
 
 
 def test_lora_buffers_by_hand_and_taken_before_the_kv_pool():

@@ -124,8 +124,15 @@ class GpuPool:
 
     @property
     def draft_bytes(self) -> int:
-        """Draft weights + draft KV: built after the target's pool, out of the memory outside the static pool."""
-        return (self.spec.weights_bytes + self.draft_kv_pool_bytes) if self.spec else 0
+        """What the draft worker takes outside the static pool: its weights (built after the target's pool), and
+        its KV unless the version budgets it inside (``SpecPlan.in_static``)."""
+        if self.spec is None:
+            return 0
+        return self.spec.weights_bytes + (0 if self.spec.in_static else self.draft_kv_pool_bytes)
+
+    @property
+    def draft_kv_in_static_bytes(self) -> int:
+        return self.draft_kv_pool_bytes if self.spec is not None and self.spec.in_static else 0
 
     @property
     def estimated_inputs(self) -> bool:
@@ -134,7 +141,7 @@ class GpuPool:
 
     @property
     def headroom_after_pools_bytes(self) -> int:
-        unused = max(0, self.rest_bytes - self.kv_pool_bytes - self.mamba_bytes)
+        unused = max(0, self.rest_bytes - self.kv_pool_bytes - self.mamba_bytes - self.draft_kv_in_static_bytes)
         return self.slack_bytes + unused - self.req_to_token_bytes - int(cal.POOL_MISC.value_gib * GiB) \
             - self.draft_bytes
 
@@ -202,7 +209,9 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                               else 1)
     sizing = PoolSizing(
         mem_fraction_static=mfs, mm_reservation_bytes=100 * MiB if (rules.mm_reservation and model.is_multimodal)
-        else 0, bytes_per_token=cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
+        else 0, bytes_per_token=spec.sizing_cell(
+        cell.bytes_per_token, cell.layers_local - cell.linear_layers_local, version) if spec
+        else cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
         mamba_slot_bytes=_mamba_per_slot(model, args, cell), max_mamba_cache_size=args.max_mamba_cache_size,
         attn_dp_size=args.attn_dp_size, mamba_full_memory_ratio=args.mamba_full_memory_ratio,
         mamba_padding_slot=rules.mamba_padding_slot, lora_bytes=lora.bytes if lora else 0)

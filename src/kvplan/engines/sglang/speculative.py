@@ -15,8 +15,14 @@ Read from the 0.5.9 wheel (https://github.com/sgl-project/sglang/blob/v0.5.9/pyt
   the memory outside the static fraction, not out of the target's KV pool.
 - req_to_token columns: context_len + 4 + num_draft_tokens (``init_memory_pool``).
 
-0.5.3-0.5.6 also grow the shared pool by max_num_reqs × (steps × topk + draft tokens) + 100 tokens, and 0.5.10+
-size draft pools in other modules: those releases keep the ``unmodeled-memory`` warning (``MODELLED``).
+0.5.14+ fold the draft's layers into the target's cell before the tokens are sized
+(https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/model_executor/pool_configurator.py, "EAGLE/
+STANDALONE: assumes the draft shares the target's per-layer KV size"): cell × (1 + d / n) (0.5.14-0.5.17,
+``int(cell * (1 + d / n))``; 0.5.18+ ``cell + int(cell * d / n)``), d = the draft's layers
+(``eagle_draft_num_layers``: ``num_nextn_predict_layers`` or the draft's ``num_hidden_layers``), n = the target's:
+the draft KV then lives inside the static pool. 0.5.7-0.5.13 (read: 0.5.7, 0.5.8, 0.5.9, 0.5.10, 0.5.11, 0.5.12,
+0.5.13) keep it outside. 0.5.3-0.5.6 grow the shared pool by max_num_reqs × (steps × topk + draft tokens) + 100
+tokens instead: those releases keep the ``unmodeled-memory`` warning (``MODELLED``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from kvplan.models.spec import ModelSpec
 SRC = "https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/"
 # the releases whose draft-pool rule is the one read (0.5.7 moved init_memory_pool to model_runner_kv_cache_mixin.py
 # and dropped 0.5.3-0.5.6's extra draft/verify tokens; 0.5.10+ restructure the pools: not read here)
-MODELLED = ("0.5.7", "0.5.9")
+MODELLED = ("0.5.7", "0.5.23")
+IN_STATIC = "0.5.14"  # the draft's layers join the target's cell (pool_configurator.py)
 EAGLE_LIKE = ("EAGLE", "EAGLE3", "STANDALONE")
 # server_args.py::ServerArgs._handle_speculative_decoding: the architectures whose draft is their own MTP layer
 MTP_ARCHS = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM",
@@ -52,6 +59,15 @@ class SpecPlan:
     kv_bytes_per_token: int  # the draft's own token_to_kv_pool, per token on this rank
     max_running_requests: int | None  # the default speculation sets (None: the flag's)
     notes: tuple[str, ...]
+    draft_layers: int = 1  # eagle_draft_num_layers
+    in_static: bool = False  # 0.5.14+: the draft KV is budgeted inside the static pool (the target's cell grows)
+
+    def sizing_cell(self, cell: int, target_layers: int, version: str) -> int:
+        """The per-token cost the target's pool is sized with (module docstring; ``cell`` when outside)."""
+        if not self.in_static or target_layers <= 0:
+            return cell
+        d, n = self.draft_layers, target_layers
+        return cell + int(cell * d / n) if Version(version) >= Version("0.5.18") else int(cell * (1 + d / n))
 
     def kv_pool_bytes(self, tokens: int, page: int) -> int:
         """The draft's KV buffers: draft_runner_cache_size (= the target's tokens) + one padding page."""
@@ -99,7 +115,7 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
         w, parts = nextn_layer_bytes(model, args, gpu_name or "", version, checkpoint_dir_of(model, args.model_path))
         if not parts.get("attention"):  # the checkpoint (or its synthesis) has no NextN layer: not sized
             return None
-        k = model.num_nextn_predict_layers
+        k = layers = model.num_nextn_predict_layers
         if model.is_mla:  # MLATokenToKVPool: one latent row per layer, not split over TP
             cell = model.mla_kv_dim * k * kv_dtype_bytes
         else:
@@ -119,7 +135,7 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
         else:
             d = draft_config(args.speculative_draft_model_path, "--speculative-draft-model-path")
         head = eagle3_head(d, args.tp_size if not args.enable_dp_attention else attn_tp, model.hidden_size)
-        w, cell = head.weights_bytes, head.kv_bytes_per_token(kv_dtype_bytes)
+        w, cell, layers = head.weights_bytes, head.kv_bytes_per_token(kv_dtype_bytes), head.layers
         draft = f"EAGLE-3 head {d.name} ({head.layers} layer)"
         notes.append(f"draft: {draft}, config from {d.source}: "
                      + ", ".join(f"{p} {b / 2**20:.0f}" for p, b in head.parts.items())
@@ -138,11 +154,14 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
             raise KvplanError(f"STANDALONE draft: {e.args[0]}", "pass --speculative-draft-model-path as a local "
                               "directory holding the draft's config.json") from None
         w = plan_weights(dm, replace(args, model_path=args.speculative_draft_model_path), gpu_name, version).bytes
-        cell = compute_cell(dm, args).bytes_per_token
+        cell, layers = compute_cell(dm, args).bytes_per_token, dm.num_layers
         draft = f"standalone draft model {dm.name} ({dm.num_layers} layers, sharded like the target)"
         notes.append(f"draft: {draft}: weights {w / 2**30:.2f} GiB per rank (standalone_worker.py)")
-    notes.append(f"draft KV: {cell:,} B per token per rank, as many tokens as the target's pool "
-                 "(draft_runner_cache_size); draft weights and KV live outside mem_fraction_static")
+    in_static = Version(version) >= Version(IN_STATIC)
+    notes.append(f"draft KV: {cell:,} B per token per rank, as many tokens as the target's pool; " + (
+        f"budgeted inside mem_fraction_static: the target's cell grows by {layers} draft layer(s) over its own "
+        "(model_executor/pool_configurator.py)" if in_static else
+        "draft weights and KV live outside mem_fraction_static (draft_runner_cache_size)"))
     notes.append(f"CUDA graphs: the target's verify graphs are captured up to the request pool's size, "
                  f"{tokens} tokens per request (cuda_graph_runner.py::get_batch_sizes_to_capture); the draft's "
                  "decode and extend graphs are not estimated apart (the engine's extra reserve is meant for them)")
@@ -150,4 +169,4 @@ def plan_speculative(model: ModelSpec, args: SGLangArgs, version: str, gpu_name:
     if mrr:
         notes.append("--max-running-requests defaults to 48 with speculative decoding "
                      "(server_args.py::_handle_speculative_decoding)")
-    return SpecPlan(algo, steps, topk, tokens, draft, int(w), int(cell), mrr, tuple(notes))
+    return SpecPlan(algo, steps, topk, tokens, draft, int(w), int(cell), mrr, tuple(notes), layers, in_static)

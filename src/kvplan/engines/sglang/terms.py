@@ -15,11 +15,14 @@ def feature_terms(gpu: GpuPool) -> tuple[FeatureTerm, ...]:
         s = gpu.spec
         out.append(FeatureTerm("draft_weights", s.weights_bytes, "per rank", f"outside the static pool: {s.draft}",
                                _SG + "speculative/eagle_worker.py::EAGLEWorker.__init__"))
+        where = "inside the static pool (the target's cell grows by it)" if s.in_static else "outside the static pool"
         out.append(FeatureTerm("draft_kv_pool", gpu.draft_kv_pool_bytes, "per rank",
-                               f"outside the static pool: {s.kv_bytes_per_token:,} B/token × the target's "
+                               f"{where}: {s.kv_bytes_per_token:,} B/token × the target's "
                                f"{gpu.kv_tokens:,} tokens (+1 page); {s.algorithm} steps {s.num_steps}, topk "
                                f"{s.eagle_topk}, draft tokens {s.num_draft_tokens}",
-                               _SG + "model_executor/model_runner_kv_cache_mixin.py::init_memory_pool"))
+                               "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/model_executor/"
+                               "pool_configurator.py" if s.in_static
+                               else _SG + "model_executor/model_runner_kv_cache_mixin.py::init_memory_pool"))
     if gpu.lora is not None:
         lo = gpu.lora
         out.append(FeatureTerm("lora_buffers", lo.bytes, "per rank", f"taken before the KV pool is sized: "
