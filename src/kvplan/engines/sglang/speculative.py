@@ -34,9 +34,8 @@ from kvplan.engines.versions import Version
 from kvplan.errors import KvplanError
 from kvplan.models.spec import ModelSpec
 
-SRC = "https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/"
-# the releases whose draft-pool rule is the one read (0.5.7 moved init_memory_pool to model_runner_kv_cache_mixin.py
-# and dropped 0.5.3-0.5.6's extra draft/verify tokens; 0.5.10+ restructure the pools: not read here)
+# the releases modelled (module docstring): 0.5.7 dropped 0.5.3-0.5.6's extra draft/verify tokens; read through
+# 0.5.23 at 0.5.7-0.5.14, 0.5.18, 0.5.22, 0.5.23 (the wheels between are taken to follow their neighbours)
 MODELLED = ("0.5.7", "0.5.23")
 IN_STATIC = "0.5.14"  # the draft's layers join the target's cell (pool_configurator.py)
 EAGLE_LIKE = ("EAGLE", "EAGLE3", "STANDALONE")
