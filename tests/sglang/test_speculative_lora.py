@@ -165,3 +165,11 @@ def test_standalone_draft_is_a_second_model_sharded_like_the_target():
     assert t["draft_kv_pool"] == (r.plan.per_rank.kv_tokens + 1) * 131072
     # STANDALONE reserves 6 GiB: 13,440 + 6,144 = 19,584 MiB -> round((81,559 − 19,584) / 81,559, 3) = 0.76
     assert r.plan.settings.mem_fraction_static == 0.76
+
+
+def test_lora_in_0_5_23_dense_layers_and_what_stays_unsized():
+    # 0.5.23 builds the same buffers for dense layers (get_default_hidden_dim): the same 1,342,177,280 B
+    assert terms(plan(LLAMA, *LORA, version="0.5.23"))["lora_buffers"] == 1_342_177_280
+    # its "all" also names MLA/Inkling modules, and DP attention shards attention buffers by the attention-TP group
+    r = plan(LLAMA, "--enable-lora", "--max-lora-rank", "64", "--lora-target-modules", "all", version="0.5.23")
+    assert "unmodeled-memory" in ids(r)

@@ -1,6 +1,8 @@
 """SGLang LoRA buffers: the LoRAMemoryPool one rank allocates before its KV pool is sized.
 
-Read from the 0.5.9 wheel (https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/...):
+Read from the 0.5.9 wheel (https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/...; 0.5.3 and
+0.5.23 build the same buffers for dense layers, 0.5.23 through ``get_default_hidden_dim`` and
+``_column_parallel_lora_b_per_rank_dim``; the releases between are taken to follow them):
 
 - ``model_executor/model_runner.py::ModelRunner.initialize``: ``init_lora_manager`` runs after ``load_model`` and
   before ``init_memory_pool``, so the buffers come out of the memory the KV pool is profiled from.
@@ -93,9 +95,13 @@ def _dims(model: ModelSpec, module: str) -> tuple[int, int]:
 
 
 def plan_lora(model: ModelSpec, args: SGLangArgs, version: str) -> LoraPlan | None:
-    """The LoRA buffers of one rank, or None without ``--enable-lora`` / ``--lora-paths`` or outside the releases
-    read (0.5.3 .. 0.5.9, the same pool and order; others keep the ``unmodeled-memory`` warning)."""
-    if not (args.enable_lora or args.lora_paths) or not Version("0.5.3") <= Version(version) <= Version("0.5.9"):
+    """The LoRA buffers of one rank, or None (the ``unmodeled-memory`` warning stays) without ``--enable-lora`` /
+    ``--lora-paths``, outside the releases read (0.5.3, 0.5.9 and 0.5.23: the same pool and order for dense layers;
+    0.5.23 shards attention buffers over the attention-TP group and widens ``all``: DP attention and ``all`` after
+    0.5.9 are not sized), or for layers not sized here."""
+    v = Version(version)
+    if not (args.enable_lora or args.lora_paths) or not Version("0.5.3") <= v <= Version("0.5.23") \
+            or args.enable_dp_attention or (v > Version("0.5.9") and "all" in args.lora_target_modules):
         return None
     if model.is_mla or model.is_multimodal or model.n_linear_layers or model.moe is not None:
         return None  # their own get_hidden_dim / MoE LoRA: not sized here, the warning stays
