@@ -53,3 +53,16 @@ def test_tokenize_without_quotes_is_shlex(text):
             tokenize(text)
         return
     assert tokenize(text) == [t for t in shlex.split(text) if t not in ("\\", "\\\n", "") and t.strip() != "\\"]
+
+
+def test_list_flags_take_every_word_up_to_the_next_flag():
+    # argparse nargs="*" (SGLang --lora-paths, --lora-target-modules; vLLM --lora-modules)
+    from kvplan.engines.cmdline import Flag, parse_flags, rewrite_flags, split_command
+
+    flags = (Flag("--lora-paths", "list"), Flag("--tp", "int"))
+    p = parse_flags(["--lora-paths", "a=/x", "b=/y", "--tp", "2", "--lora-paths=c"], flags)
+    assert p.values == {"lora_paths": ("c",), "tp": 2}
+    p = parse_flags(["--lora-paths", "a=/x", "b=/y", "--tp", "2"], flags)
+    assert p.values == {"lora_paths": ("a=/x", "b=/y"), "tp": 2} and not p.positionals
+    cmd = split_command(["python", "-m", "sglang.launch_server", "--lora-paths", "a=/x", "b=/y", "--tp", "2"])
+    assert rewrite_flags(cmd, {"--lora-paths": None}, flags)[3:] == ["--tp", "2"]

@@ -64,6 +64,23 @@ CHECK: dict[str, list[str]] = {
                                     "--mem-fraction-static", "0.75"],
     "sglang-unknown-flags": ["check", *H100, "--engine-version", "0.5.23", "--", *SG, "Qwen/Qwen3-8B",
                              "--foo-bar", "3", "--speculative-algorithm", "EAGLE", "--max-running-requests", "64"],
+    # issue 28: speculative decoding and LoRA planned with their own terms (per_rank.feature_terms)
+    "sglang-eagle3-llama31-8b": ["check", *H100, "--engine-version", "0.5.9", "--", *SG,
+                                 "meta-llama/Llama-3.1-8B-Instruct", "--speculative-algorithm", "EAGLE3",
+                                 "--speculative-draft-model-path", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+    "sglang-dsv3-mtp-tp8": ["check", "--gpu", "h200", "--host-mem-gib", "2000", "--engine-version", "0.5.9", "--",
+                            *SG, "deepseek-ai/DeepSeek-V3", "--tp", "8", "--trust-remote-code",
+                            "--speculative-algorithm", "EAGLE"],
+    "sglang-lora-4x64": ["check", *H100, "--engine-version", "0.5.9", "--", *SG, "meta-llama/Llama-3.1-8B-Instruct",
+                         "--enable-lora", "--max-loras-per-batch", "4", "--max-lora-rank", "64", "--lora-paths",
+                         "a=org/a", "b=org/b", "c=org/c", "d=org/d"],
+    "vllm-eagle3-llama31-8b": ["check", *H100, "--engine-version", "0.11.0", "--", "vllm", "serve",
+                               "meta-llama/Llama-3.1-8B-Instruct", "--speculative-config",
+                               '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",'
+                               '"num_speculative_tokens":3}'],
+    "vllm-lora-4x64": ["check", *H100, "--engine-version", "0.11.0", "--", "vllm", "serve",
+                       "meta-llama/Llama-3.1-8B-Instruct", "--enable-lora", "--max-loras", "4", "--max-lora-rank",
+                       "64"],
     # vLLM: startup failures, removed flags, host tiers, MLA under TP
     "vllm-gpu-util-fail": ["check", *H100, "--engine-version", "0.11.0", "--", "vllm", "serve",
                            "meta-llama/Llama-3.1-8B", "--gpu-memory-utilization", "0.999"],

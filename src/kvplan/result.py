@@ -54,19 +54,33 @@ class UtilizationBudget:
 
 @dataclass(frozen=True)
 class RankTerm:
-    """A named term a launch feature adds to one rank (EPLB's redundant experts, PD's buffers, ...): its bytes, the
-    memory it is in, how it enters the plan (``counted``) and the engine source it was read from."""
+    """A named term a launch feature adds to one rank (EPLB's redundant experts, PD's buffers, a speculative draft,
+    LoRA buffers, ...): its bytes, the memory it is in, how it enters the plan (``counted``), how sure the figure is
+    and the engine source it was read from. One type for every feature: ``per_rank.feature_terms`` in the JSON."""
 
-    term: str  # id, e.g. "eplb-redundant-experts"
+    term: str  # id, e.g. "eplb-redundant-experts", "draft_weights"
     what: str
     bytes: int  # per rank
     memory: str  # "gpu" | "host"
     counted: str  # where the plan holds it: "in weights_bytes", "before the KV pool", "host ledger", ...
     source: str
     scope: str = "per rank"
+    certainty: str = "exact"  # "exact" | "worst case" (an upper bound: e.g. adapters whose files were not read)
+
+    @property
+    def effect(self) -> str:
+        return self.counted
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "gib": round(self.bytes / GiB, 3)}
+
+
+def FeatureTerm(term: str, bytes: int, scope: str, effect: str, source: str) -> RankTerm:  # noqa: N802
+    """A speculative-draft or LoRA term (features.py, terms.py): ``scope`` "per rank" (GPU) or "per rank, host" (an
+    upper bound held on the CPU)."""
+    host = "host" in scope
+    return RankTerm(term, term.replace("_", " "), bytes, "host" if host else "gpu", effect, source,
+                    certainty="worst case" if host else "exact")
 
 
 @dataclass(frozen=True)
@@ -87,7 +101,7 @@ class RankPlan:
     kv_blocks: int | None = None
     kv_tokens_low: int | None = None  # the band: every estimated input at its worst / best end (None: exact)
     kv_tokens_high: int | None = None
-    terms: tuple[RankTerm, ...] = ()  # what launch features add (JSON "feature_terms" when any)
+    feature_terms: tuple[RankTerm, ...] = ()  # what launch features add: in the JSON only when present
 
     @property
     def kv_tokens_range(self) -> tuple[int, int]:
@@ -125,8 +139,8 @@ class RankPlan:
         d["headroom_gib"] = round(st.headroom_bytes / GiB, 3)
         d["baseline_free_gib"] = round(st.baseline_free_bytes / GiB, 3)
         d["headroom_after_graphs_gib"] = round(st.headroom_after_graphs_bytes / GiB, 3)
-        if self.terms:
-            d["feature_terms"] = [t.to_dict() for t in self.terms]
+        if self.feature_terms:  # additive: plans without launch features keep the schema-v1 record as it was
+            d["feature_terms"] = [t.to_dict() for t in self.feature_terms]
         return d
 
 

@@ -100,7 +100,8 @@ def split_command(command: Sequence[str] | str, clis: Sequence[str] = ()) -> Lau
 
 @dataclass(frozen=True)
 class Flag:
-    """One engine flag: canonical name, aliases, kind ("bool", "int", "float", "str"), dest."""
+    """One engine flag: canonical name, aliases, kind ("bool", "int", "float", "str", "list": argparse
+    ``nargs="*"``, the words up to the next flag, kept as a tuple of strings), dest."""
 
     name: str
     kind: str = "str"
@@ -160,6 +161,13 @@ def parse_flags(args: Sequence[str], flags: Sequence[Flag], abbrev: bool = True)
         if flag.kind == "bool":
             out.values[flag.key] = True if not eq else inline.lower() not in ("false", "0", "no")
             i += 1
+        elif flag.kind == "list":
+            words = [inline] if eq else []
+            while not eq and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                words.append(args[i + 1])
+                i += 1
+            out.values[flag.key] = tuple(words)
+            i += 1
         else:
             if eq:
                 raw = inline
@@ -206,7 +214,7 @@ def flags_from_values(items: Iterable[tuple[str, Any]], flags: Sequence[Flag],
         if f.kind == "bool":
             if val is True:
                 out.append(f.name)
-        elif not isinstance(val, (dict, list)):
+        elif not isinstance(val, (dict, list, tuple)):
             out += [f.name, str(val)]
     return out
 
@@ -240,6 +248,9 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
             i += 1
             continue
         has_value = f.kind != "bool" and not eq and i + 1 < len(args)
+        if f.kind == "list" and not eq:  # every word of it up to the next flag
+            while i + 2 < len(args) and not args[i + 2].startswith("-"):
+                i += 1
         new = want[f.key]
         if new is not None and f.key not in done:
             out.extend([name] if f.kind == "bool" else [f"{name}={new}"] if eq else [name, new])

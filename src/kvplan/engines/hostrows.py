@@ -62,3 +62,13 @@ def nccl_row(gpu_name: str | None, ranks: int) -> hm.LedgerRow | None:
     return hm.row("nccl", f"NCCL buffers toward {peers} peer(s) ({how})", "per rank", ranks, value, low, high,
                   memory=hm.SHMEM, certainty=hm.ESTIMATE,
                   source="NCCL_BUFFSIZE 4 MiB per channel and peer (NCCL env docs); 0-32 channels")
+
+
+def feature_host_rows(terms, ranks: int) -> list[hm.LedgerRow]:
+    """The host-side feature terms of a plan (``per_rank.feature_terms`` in host memory: LoRA adapters held on the
+    CPU, PD's metadata buffers), one ledger row each, per rank, priced here once; a worst-case term (adapters whose
+    files were not read) ranges from 0 to its bound."""
+    return [hm.row(t.term.replace("_", "-"), t.counted if t.certainty == hm.WORST else t.what, t.scope, ranks,
+                   t.bytes, 0 if t.certainty == hm.WORST else t.bytes, t.bytes, phases=(hm.STEADY,),
+                   certainty=hm.WORST if t.certainty == hm.WORST else hm.EXACT, source=t.source)
+            for t in terms if t.memory == "host"]

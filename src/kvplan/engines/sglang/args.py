@@ -25,8 +25,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--hicache-host-memory-fraction", F), Flag("--hicache-host-memory-mode", S),
     Flag("--disable-radix-cache", B), Flag("--swa-full-tokens-ratio", F), Flag("--disable-hybrid-swa-memory", B),
     Flag("--mamba-full-memory-ratio", F), Flag("--max-mamba-cache-size", I),
-    Flag("--speculative-algorithm", S), Flag("--speculative-draft-model-path", S),
-    Flag("--speculative-num-draft-tokens", I), Flag("--enable-lora", B), Flag("--lora-paths", S),
+    Flag("--speculative-algorithm", S), Flag("--speculative-draft-model-path", S, ("--speculative-draft-model",)),
+    Flag("--speculative-num-draft-tokens", I), Flag("--speculative-num-steps", I), Flag("--speculative-eagle-topk", I),
+    Flag("--enable-lora", B), Flag("--lora-paths", "list"), Flag("--max-loras-per-batch", I),
+    Flag("--max-lora-rank", I), Flag("--lora-target-modules", "list"), Flag("--lora-backend", S),
+    Flag("--max-loaded-loras", I),
     Flag("--trust-remote-code", B), Flag("--host", S), Flag("--port", I), Flag("--enable-metrics", B),
     Flag("--log-level", S), Flag("--load-format", S), Flag("--revision", S), Flag("--device", S),
     Flag("--weight-version", S), Flag("--reasoning-parser", S), Flag("--tool-call-parser", S),
@@ -109,6 +112,17 @@ class SGLangArgs:
     num_reserved_decode_tokens: int = 512
     enable_piecewise_cuda_graph: bool = False
     disaggregation_decode_enable_offload_kvcache: bool = False  # a HiCache host pool on the decode side (hicache.py)
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    # LoRA (engines/sglang/lora.py)
+    enable_lora: bool = False
+    lora_paths: tuple[str, ...] = ()
+    max_loras_per_batch: int = 8
+    max_lora_rank: int | None = None
+    lora_target_modules: tuple[str, ...] = ()
+    lora_backend: str | None = None
     unknown_flags: tuple[str, ...] = ()
     unmodeled: tuple[str, ...] = ()
 
@@ -163,7 +177,8 @@ def _check_numbers(v: dict) -> None:
         if v.get(k) is not None:
             v[k] = val.fraction(name(k), v[k], hint)
     for k in ("max_total_tokens", "max_running_requests", "context_length", "page_size", "cuda_graph_max_bs",
-              "max_mamba_cache_size", "max_prefill_tokens", "speculative_num_draft_tokens"):
+              "max_mamba_cache_size", "max_prefill_tokens", "speculative_num_draft_tokens", "speculative_num_steps",
+              "speculative_eagle_topk", "max_loras_per_batch", "max_lora_rank", "max_loaded_loras"):
         if v.get(k) is not None:
             v[k] = val.count(name(k), v[k], 1, val.MAX_TOKENS, hint)
     if v.get("chunked_prefill_size") is not None:  # -1 (or any value <= 0) disables chunked prefill

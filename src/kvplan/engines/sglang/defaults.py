@@ -214,8 +214,10 @@ def _reserve_formula(inp: DefaultsInput, v: Version) -> ResolvedDefaults:
     if g is not None and g > 60 * GIB:
         reserved = max(reserved, 10 * GIB)
     spec = inp.speculative_algorithm
+    spec_gib = 0
     if v < _v("0.5.14") and spec is not None and spec != "NGRAM":
-        reserved += 6 * GIB if spec == "STANDALONE" else (4 if v >= _v("0.5.10") else 2) * GIB
+        spec_gib = 6 if spec == "STANDALONE" else (4 if v >= _v("0.5.10") else 2)
+        reserved += spec_gib * GIB
 
     if v >= _v("0.5.19"):
         rule = "0.5.19+: reserve formula (arg_groups/memory_hook.py::handle_gpu_memory_settings)"
@@ -229,6 +231,8 @@ def _reserve_formula(inp: DefaultsInput, v: Version) -> ResolvedDefaults:
         rule += "; gpu_mem unknown"
     else:
         mfs, res_out = round((g - reserved) / g, 3), reserved
+    if spec_gib:  # "eagle draft models and cuda graphs" / "standalone draft model and cuda graphs"
+        rule += f"; +{spec_gib} GiB reserve for the {spec} draft and its CUDA graphs"
     f, note = _mm_factor(inp, v)
     if inp.enable_dp_attention:  # _handle_data_parallelism runs after the reserve was computed
         chunk = chunk // dp

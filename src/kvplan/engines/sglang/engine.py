@@ -13,6 +13,7 @@ from kvplan.engines.sglang.hicache import HOST_RESERVE_BYTES, HostPool, largest_
 from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import NEWEST, SGLangRules, default_version, rules_for
 from kvplan.engines.sglang.settings import HiCacheSettings, SGLangSettings
+from kvplan.engines.sglang.terms import feature_terms, still_unmodeled
 from kvplan.errors import KvplanError
 from kvplan.result import ClusterSummary, HostFix, ModelSummary, NodePlan, Plan, RankPlan, ReplicaPlan, StaticPoolBudget
 from kvplan.units import GiB
@@ -240,7 +241,7 @@ class SGLangEngine(Engine):
             kv_pool_bytes=gpu.kv_pool_bytes, max_running_requests=gpu.max_running_requests, budget=budget,
             host_kv_tokens=host.tokens, host_kv_bytes=host.bytes, host_kv_pinned_bytes=host.pinned_bytes,
             swa_tokens=gpu.swa_tokens, mamba_slots=gpu.mamba_slots, kv_tokens_low=band[0], kv_tokens_high=band[1],
-            terms=gpu.terms)
+            feature_terms=gpu.terms + feature_terms(gpu))
         node = NodePlan(ranks=ranks_node, host_kv_bytes=host.pinned_bytes * ranks_node,
                         host_available_bytes=cluster.host_mem_bytes, host_available_source=cluster.host_mem_source,
                         host_reserve_bytes=HOST_RESERVE_BYTES if host.enabled else 0, **cluster.node_limits())
@@ -265,7 +266,7 @@ class SGLangEngine(Engine):
                 engine_check_passes=host.engine_check_passes, pinned_pow2=rules.host_pool_pinned_pow2,
                 host_must_exceed_device=rules.host_must_exceed_device),
             host_sizing=host.sizing, host_fix=_host_fix(host, cluster.host_mem_bytes, ranks_node, rules),
-            unknown_flags=tuple(args.unknown_flags), unmodeled=tuple(args.unmodeled),
+            unknown_flags=tuple(args.unknown_flags), unmodeled=still_unmodeled(args, gpu),
             model_path=args.model_path, world_size=args.world_size, nnodes=args.nnodes,
             # the estimate without --weights-gib: the pool's own weights when none was given
             checkpoint_weights_bytes_per_rank=gpu.weights_bytes if options.weights_gib is None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from kvplan import hostmem as hm
 from kvplan.engines.envtiers import mooncake_rows
-from kvplan.engines.hostrows import nccl_row, page_cache_row, whole_file_row
+from kvplan.engines.hostrows import feature_host_rows, nccl_row, page_cache_row, whole_file_row
 from kvplan.engines.sglang.settings import sglang_settings
 from kvplan.engines.versions import Version
 from kvplan.result import Plan
@@ -49,6 +49,7 @@ def host_ledger(plan: Plan) -> tuple[hm.LedgerRow, ...]:
             hm.calibrated("detokenizer", "DetokenizerManager process", "per node", 1, DETOKENIZER),
             hm.calibrated("rank-process", "Scheduler process (torch, the CUDA host side, model code)", "per rank",
                           ranks, hm.GPU_RANK_PROCESS)]
+    rows += feature_host_rows(r.feature_terms, ranks)  # LoRA adapters, PD metadata buffers on the CPU (issue 28)
     if plan.model.weight_bytes:
         stages_here = max(1, min(s.pp_size, ranks // max(1, s.tp_size) or 1))
         rows.append(page_cache_row(plan.model.weight_bytes * stages_here // max(1, s.pp_size),
@@ -83,9 +84,6 @@ def host_ledger(plan: Plan) -> tuple[hm.LedgerRow, ...]:
             # HiCacheController._generate_storage_config: the attention-TP size under DP attention
             rows.extend(mooncake_rows(cmd.env, ranks, s.attn_tp_size, "--hicache-storage-backend mooncake",
                                       _flag_value(cmd.args, "--hicache-storage-backend-extra-config")))
-    for t in r.terms:  # host terms of launch features (pd.py), priced here once
-        if t.memory == "host":
-            rows.append(hm.row(t.term, t.what, t.scope, ranks, t.bytes, phases=(hm.STEADY,), source=t.source))
     return tuple(rows)
 
 

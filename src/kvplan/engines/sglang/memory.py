@@ -11,15 +11,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.engines.sglang import calibration as cal
 from kvplan.engines.sglang.args import SGLangArgs
 from kvplan.engines.sglang.cell import Cell, compute_cell
 from kvplan.engines.sglang.eplb import eplb_gpu
+from kvplan.engines.sglang.lora import LoraPlan, plan_lora
 from kvplan.engines.sglang.pd import plan_pd
 from kvplan.engines.sglang.req_pool import req_pool
 from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
+from kvplan.engines.sglang.speculative import SpecPlan, plan_speculative
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
@@ -66,10 +68,11 @@ class PoolSizing:
     mamba_full_memory_ratio: float
     mamba_padding_slot: bool
     reserved_bytes: int = 0  # built before the profile like the weights (EPLB's recorder, eplb.py)
+    lora_bytes: int = 0  # LoRA buffers, allocated after the weights and before the KV pool is profiled (lora.py)
 
     def size(self, p_bytes: int, w_bytes: int) -> PoolSize:
         slack = int(p_bytes * (1 - self.mem_fraction_static))
-        rest = p_bytes - w_bytes - slack - self.mm_reservation_bytes - self.reserved_bytes
+        rest = p_bytes - w_bytes - slack - self.mm_reservation_bytes - self.reserved_bytes - self.lora_bytes
         mamba_slots, mamba_bytes = None, 0
         per_slot = self.mamba_slot_bytes
         if per_slot and rest > 0:
@@ -120,6 +123,21 @@ class GpuPool:
     weights_high_bytes: int = 0
     sizing: PoolSizing | None = None  # tokens as a function of (P, W): the band's arithmetic
     terms: tuple[RankTerm, ...] = ()  # what launch features add (eplb.py, pd.py)
+    spec: SpecPlan | None = None  # the draft worker (speculative.py)
+    draft_kv_pool_bytes: int = 0  # the draft's own token_to_kv_pool
+    lora: LoraPlan | None = None  # LoRA buffers (lora.py)
+
+    @property
+    def draft_bytes(self) -> int:
+        """What the draft worker takes outside the static pool: its weights (built after the target's pool), and
+        its KV unless the version budgets it inside (``SpecPlan.in_static``)."""
+        if self.spec is None:
+            return 0
+        return self.spec.weights_bytes + (0 if self.spec.in_static else self.draft_kv_pool_bytes)
+
+    @property
+    def draft_kv_in_static_bytes(self) -> int:
+        return self.draft_kv_pool_bytes if self.spec is not None and self.spec.in_static else 0
 
     @property
     def estimated_inputs(self) -> bool:
@@ -128,8 +146,9 @@ class GpuPool:
 
     @property
     def headroom_after_pools_bytes(self) -> int:
-        unused = max(0, self.rest_bytes - self.kv_pool_bytes - self.mamba_bytes)
-        return self.slack_bytes + unused - self.req_to_token_bytes - int(cal.POOL_MISC.value_gib * GiB)
+        unused = max(0, self.rest_bytes - self.kv_pool_bytes - self.mamba_bytes - self.draft_kv_in_static_bytes)
+        return self.slack_bytes + unused - self.req_to_token_bytes - int(cal.POOL_MISC.value_gib * GiB) \
+            - self.draft_bytes
 
     @property
     def headroom_after_graphs_bytes(self) -> int:
@@ -190,21 +209,30 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
     notes.extend(wp.notes)
     feat = eplb_gpu(model, args, redundant_expert_bytes(model, args, cluster.gpu_name, version))
     notes.extend(feat.notes)
+    spec = plan_speculative(model, args, version, cluster.gpu_name, cell.kv_dtype_bytes)
+    lora = plan_lora(model, args, version)
+    notes.extend((spec.notes if spec else ()) + (lora.notes if lora else ()))
     page = args.page_size or (64 if (args.attention_backend or "") in ("flashmla", "trtllm_mla", "cutlass_mla")
                               else 1)
     sizing = PoolSizing(
         mem_fraction_static=mfs, mm_reservation_bytes=100 * MiB if (rules.mm_reservation and model.is_multimodal)
-        else 0, bytes_per_token=cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
+        else 0, bytes_per_token=spec.sizing_cell(
+        cell.bytes_per_token, cell.layers_local - cell.linear_layers_local, version) if spec
+        else cell.bytes_per_token, page_size=page, max_total_tokens=args.max_total_tokens,
         mamba_slot_bytes=_mamba_per_slot(model, args, cell), max_mamba_cache_size=args.max_mamba_cache_size,
         attn_dp_size=args.attn_dp_size, mamba_full_memory_ratio=args.mamba_full_memory_ratio,
-        mamba_padding_slot=rules.mamba_padding_slot, reserved_bytes=feat.reserved_bytes)
+        mamba_padding_slot=rules.mamba_padding_slot, reserved_bytes=feat.reserved_bytes,
+        lora_bytes=lora.bytes if lora else 0)
     size = sizing.size(p_bytes, w_bytes)
     slack, rest, mamba_slots, mamba_bytes, tokens = (size.slack_bytes, size.rest_bytes, size.mamba_slots,
                                                      size.mamba_bytes, size.kv_tokens)
     swa_tokens = None
     if cell.hybrid_swa:
         swa_tokens = int(args.swa_full_tokens_ratio * tokens) // page * page
-    rp = req_pool(tokens, ctx, args, rules)  # req_pool.py: per-version sizing of max_running / req_to_token
+    # req_pool.py: per-version sizing of max_running / req_to_token (speculation: its 48 default, wider rows)
+    r_args = replace(args, max_running_requests=spec.max_running_requests) if spec and spec.max_running_requests \
+        else args
+    rp = req_pool(tokens, ctx, r_args, rules, spec.num_draft_tokens if spec else 0)
     mrr, slots = rp.max_running_requests, rp.rows
     if mamba_slots is not None and tokens:
         ratio = 1 if args.disable_radix_cache else 5  # extra_buffer strategy with the overlap scheduler
@@ -234,7 +262,8 @@ def plan_gpu(model: ModelSpec, args: SGLangArgs, cluster: Cluster, rules: SGLang
                    chunked_prefill_size=d.chunked_prefill_size if d else args.chunked_prefill_size,
                    cuda_graph_max_bs=d.cuda_graph_max_bs if d else args.cuda_graph_max_bs, assumptions=tuple(notes),
                    baseline_free_low_bytes=p_lo, baseline_free_high_bytes=p_hi, weights_low_bytes=wp.low_bytes,
-                   weights_high_bytes=wp.high_bytes, sizing=sizing, terms=terms)
+                   weights_high_bytes=wp.high_bytes, sizing=sizing, terms=terms, spec=spec,
+                   draft_kv_pool_bytes=spec.kv_pool_bytes(int(tokens), page) if spec else 0, lora=lora)
 
 
 def kv_tokens_band(gpu: GpuPool) -> tuple[int, int]:

@@ -30,14 +30,20 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
     if pool is None:
         raise TypeError("an SGLang plan without a static pool")
     mla = " · MLA replicated per rank" if plan.model.is_mla else ""
+    terms = {t.term: t for t in r.feature_terms}
     rows = [("free before weights (P)", fmt_gib(pool.baseline_free_bytes), "engine baseline after dist init"),
-            ("weights", fmt_gib(r.weights_bytes), "per rank"),
-            ("mem_fraction_static", f"{pool.mem_fraction_static:g}", s.mem_fraction_static_source),
-            ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.kv_cache_dtype}, "
-             f"{s.kv_heads_per_rank} KV head(s)/rank, {s.layers_per_rank} layers{mla}"),
-            ("KV tokens", fmt_count_band(r.kv_tokens, *r.kv_tokens_range),
-             f"page size {s.page_size}" + ("" if r.kv_tokens_range[0] == r.kv_tokens_range[1]
-                                           else "; (band) baseline and weights at their ends"))]
+            ("weights", fmt_gib(r.weights_bytes), "per rank")]
+    if "lora_buffers" in terms:
+        rows.append(("LoRA buffers", fmt_gib(terms["lora_buffers"].bytes), terms["lora_buffers"].effect))
+    rows += [(f"  {t.term.replace('_', ' ')}", fmt_gib(t.bytes), t.effect) for t in r.feature_terms
+             if "host" in t.scope]
+    rows += [
+             ("mem_fraction_static", f"{pool.mem_fraction_static:g}", s.mem_fraction_static_source),
+             ("KV bytes per token", f"{r.kv_bytes_per_token:,} B", f"{s.kv_cache_dtype}, "
+              f"{s.kv_heads_per_rank} KV head(s)/rank, {s.layers_per_rank} layers{mla}"),
+             ("KV tokens", fmt_count_band(r.kv_tokens, *r.kv_tokens_range),
+              f"page size {s.page_size}" + ("" if r.kv_tokens_range[0] == r.kv_tokens_range[1]
+                                            else "; (band) baseline and weights at their ends"))]
     if r.swa_tokens is not None:
         rows.append(("SWA tokens", f"{r.swa_tokens:,}", "sliding-window pool"))
     if r.mamba_slots is not None:
@@ -45,10 +51,13 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
     rows += [("KV pool", fmt_gib(r.kv_pool_bytes), "on the GPU, incl. one spare page"),
              ("max running requests", f"{r.max_running_requests:,}", "per DP worker"),
              ("outside the static pool", fmt_gib(pool.headroom_bytes), "P × (1 − fraction)"),
-             ("  req_to_token table", fmt_gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context"),
-             ("  CUDA graphs", fmt_gib(pool.cuda_graph_bytes), "estimate"),
+             ("  req_to_token table", fmt_gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context")]
+    rows += [(f"  {t.term.replace('_', ' ')}", fmt_gib(t.bytes), t.effect) for t in r.feature_terms
+             if t.term.startswith("draft_")]
+    rows += [             ("  CUDA graphs", fmt_gib(pool.cuda_graph_bytes), "estimate"),
              ("  left after graphs", fmt_gib(pool.headroom_after_graphs_bytes), "for prefill activations")]
-    for t in r.terms:  # launch features (eplb.py, pd.py): what each adds and where the plan counts it
+    placed = {"lora_buffers"} | {t.term for t in r.feature_terms if t.memory == "host" or t.term.startswith("draft_")}
+    for t in (t for t in r.feature_terms if t.term not in placed):  # eplb.py, pd.py: what each adds, where counted
         rows.append((f"{t.term}", fmt_term(t.bytes, host=t.memory == "host"),
                      f"{t.memory}, {t.scope}, {t.counted}"))
     if r.host_kv_bytes:

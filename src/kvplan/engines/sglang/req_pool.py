@@ -34,9 +34,12 @@ class ReqPool:
         return self.rows * self.cols * 4  # int32
 
 
-def req_pool(tokens: int, ctx: int, args: SGLangArgs, rules: SGLangRules) -> ReqPool:
+def req_pool(tokens: int, ctx: int, args: SGLangArgs, rules: SGLangRules, draft_tokens: int = 0) -> ReqPool:
+    """``draft_tokens``: speculative decoding widens every row by its draft tokens (0.5.9
+    ``init_memory_pool``: ``extra_max_context_len = 4 + speculative_num_draft_tokens``)."""
     if tokens <= 0:
         return ReqPool(0, 0, 0)
+    ctx += draft_tokens
     rule = rules.max_running_rule
     cap = 5120 if rule == "pool-0.3.0" else 4096
     estimated = min(max(int(tokens / max(ctx, 1) * 512), 2048), cap)

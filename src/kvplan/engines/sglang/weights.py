@@ -399,3 +399,44 @@ def redundant_expert_bytes(model: ModelSpec, args, gpu_name: str | None, version
     except KvplanError:
         return 0
     return int(est.parts.get("eplb_redundant_experts", 0))
+
+
+def nextn_layer_bytes(model: ModelSpec, args, cluster_platform: str, version: str,
+                      checkpoint_dir: str | None) -> tuple[int, dict[str, int]]:
+    """Per-rank bytes of the NextN/MTP layers SGLang's draft worker builds for ``--speculative-algorithm EAGLE``
+    on a DeepSeek-V3-class target (https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/models/
+    deepseek_nextn.py::DeepseekModelNextN): one decoder layer each (MoE, sharded like the target's), enorm, hnorm,
+    shared_head.norm and ``eh_proj`` (an ``nn.Linear`` [H, 2H] in the model dtype, whole on every rank); embed_tokens
+    and the head are the target's (``eagle_worker.py::EAGLEWorker.__init__`` → ``set_embed_and_head``)."""
+    v = Version(version)
+    platform = cluster_platform if cluster_platform in ("cuda", "rocm", "cpu") else platform_of(cluster_platform)
+    wa = WeightArgs.of(args)
+    t = load_tensors(model, checkpoint_dir)
+    groups = hold_in_dtype(t.groups, runtime_dtype(model, wa))
+    lay, _ = _layout(model, wa, v)
+    n, k = model.num_layers, model.num_nextn_predict_layers
+    lay = replace(lay, n_layers=n + k)
+    fused = _fused_shared(model, wa, lay, v, platform)
+
+    def rule(g: TensorGroup, r: Role) -> tuple[str | None, str | None]:
+        if fused and r.group == "shared_experts":
+            return ("expert_row" if r.kind == "row" else "expert_col"), "experts"
+        return None, None
+
+    place = placer(lay, rule)
+    shared = ("embed_tokens", "shared_head.head", "eh_proj")
+    mine = tuple(g for g in groups if g.layer is not None and g.layer >= n and not any(s in g.template for s in shared))
+
+    def fplace(g: TensorGroup) -> Placement | None:
+        p = place(g)
+        if fused and p is not None and role_of(g).group == "shared_experts":
+            p = replace(p, per_rank_count=cdiv(fused, lay.ep))
+        return p
+
+    parts = dict(per_rank_sum(mine, fplace, [range(n, n + k)]).stages[0])
+    elem = 2 if runtime_dtype(model, wa) in ("BF16", "F16") else 4
+    parts["eh_proj"] = k * 2 * model.hidden_size * model.hidden_size * elem
+    if model.is_mla:  # post_load_weights keeps w_kc / w_vc for the NextN layer too (bf16 on CUDA >= 0.4.8)
+        heads = model.num_attention_heads // lay.attn_tp
+        parts["mla_w_kc_w_vc"] = k * heads * (model.qk_nope_head_dim + model.v_head_dim) * model.kv_lora_rank * 2
+    return sum(parts.values()), parts

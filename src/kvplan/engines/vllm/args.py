@@ -36,6 +36,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--mm-processor-kwargs", S), Flag("--mamba-cache-dtype", S), Flag("--mamba-ssm-cache-dtype", S),
     Flag("--mamba-cache-mode", S), Flag("--mamba-block-size", I), Flag("--override-generation-config", S),
     Flag("--async-scheduling", B),
+    # LoRA (engines/vllm/lora.py)
+    Flag("--enable-lora", B), Flag("--no-enable-lora", B), Flag("--max-loras", I), Flag("--max-lora-rank", I),
+    Flag("--max-cpu-loras", I), Flag("--lora-modules", "list"), Flag("--lora-dtype", S),
+    Flag("--fully-sharded-loras", B),
     # flags that send 0.8-0.10 back to the V0 engine (v1_oracle.py)
     Flag("--preemption-mode", S), Flag("--num-scheduler-steps", I), Flag("--scheduler-delay-factor", F),
     Flag("--disable-async-output-proc", B), Flag("--scheduling-policy", S), Flag("--enable-prompt-adapter", B),
@@ -96,6 +100,14 @@ class VLLMArgs:
     enable_prefix_caching: bool = False
     no_enable_prefix_caching: bool = False
     speculative_config: str | None = None
+    enable_lora: bool = False
+    no_enable_lora: bool = False
+    max_loras: int = 1
+    max_lora_rank: int = 16
+    max_cpu_loras: int | None = None
+    lora_modules: tuple[str, ...] = ()
+    lora_dtype: str | None = None
+    fully_sharded_loras: bool = False
     # hybrid Mamba / gated-DeltaNet state (config/cache.py MambaDType, MambaCacheMode; engines/vllm/hybrid.py)
     mamba_cache_dtype: str | None = None
     mamba_ssm_cache_dtype: str | None = None
@@ -140,7 +152,7 @@ def _check_numbers(v: dict[str, Any]) -> None:
         if v.get(k) is not None:
             v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_RANKS, hint)
     for k in ("block_size", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks_override",
-              "max_seq_len_to_capture", "num_scheduler_steps"):
+              "max_seq_len_to_capture", "num_scheduler_steps", "max_loras", "max_lora_rank", "max_cpu_loras"):
         if v.get(k) is not None:
             v[k] = val.count("--" + k.replace("_", "-"), v[k], 1, val.MAX_TOKENS, hint)
     if v.get("gpu_memory_utilization") is not None:

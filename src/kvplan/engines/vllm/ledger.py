@@ -29,7 +29,7 @@ from __future__ import annotations
 from kvplan import hostmem as hm
 from kvplan.engines.cmdline import LaunchCommand
 from kvplan.engines.envtiers import aibrix_rows, connector_active, kvbm_rows
-from kvplan.engines.hostrows import nccl_row, page_cache_row, whole_file_row
+from kvplan.engines.hostrows import feature_host_rows, nccl_row, page_cache_row, whole_file_row
 from kvplan.engines.vllm.host import HostTier
 from kvplan.engines.vllm.settings import vllm_settings
 from kvplan.errors import KvplanError
@@ -61,6 +61,7 @@ def host_ledger(plan: Plan) -> tuple[hm.LedgerRow, ...]:
     ranks, cpu, v1 = n.ranks, s.platform == "cpu", s.engine_kind == "v1"
     multiproc = cpu or s.world_size > 1 or not v1
     rows = [hm.calibrated("api-server", "API server (FastAPI, tokenizer, detokenizer)", "per node", 1, API_SERVER)]
+    rows += feature_host_rows(r.feature_terms, ranks)  # LoRA adapters on the CPU (issue 28)
     if v1 and multiproc:
         rows.append(hm.calibrated("engine-core", "EngineCore process (scheduler)", "per engine", 1, ENGINE_CORE))
     if cpu:

@@ -18,6 +18,7 @@ from kvplan.engines.vllm.args import VLLMArgs, parse_vllm
 from kvplan.engines.vllm.cpu_mla import cpu_amx_mla
 from kvplan.engines.vllm.dtype import platform_of, resolve_dtype
 from kvplan.engines.vllm.eplb import eplb_terms
+from kvplan.engines.vllm.features import plan_features
 from kvplan.engines.vllm.installed import installed_vllm
 from kvplan.engines.vllm.kvcache import LayerSpec, capacity, group_layers
 from kvplan.engines.vllm.memory import attention_token_bytes, budget, kv_dtype_bytes, layer_specs
@@ -179,9 +180,18 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            has_sliding_window=model.n_swa_layers > 0, platform=platform,
                            mnbt_flag=args.max_num_batched_tokens, seqs_flag=args.max_num_seqs)
     eplb = eplb_terms(model, args, cluster.gpu_name, version)
+    # the drafter and LoRA (features.py): memory loaded with the model, the drafter's layers in the block pool
+    feats = plan_features(model, args, version, kind, mdt.bytes, kv_bytes,
+                          batch.tokens)
+    if feats.draft_layers(block):  # the drafter's attention layers share the block pool (last PP stage)
+        stages[-1] = stages[-1] + feats.draft_layers(block)
+        layouts = [group_layers(s, args.disable_hybrid_kv_cache_manager) for s in stages]
+        layout = max(layouts, key=lambda lo: lo.bytes_per_block)
+    w_bytes += feats.weights_bytes
+    notes.extend(feats.notes)
     prof = ProfileInputs(version, kind, rules.budget_semantics, batch, platform, mdt.bytes,
-                         weights_low_bytes=max(0, wp.low_bytes - offload),
-                         weights_high_bytes=max(0, wp.high_bytes - offload),
+                         weights_low_bytes=max(0, wp.low_bytes - offload) + feats.weights_bytes,
+                         weights_high_bytes=max(0, wp.high_bytes - offload) + feats.weights_bytes,
                          eplb_state_bytes=eplb.state_bytes, eplb_buffer_bytes=eplb.buffer_bytes)
     b = budget(model, args, None if args.is_cpu else cluster, gmu, rules.cudagraph_estimate_default, w_bytes,
                rules.kv_cache_memory_bytes_flag, options.kv_memory_gib, profile=prof)
@@ -208,7 +218,7 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
         host_kv_bytes=tier0.per_rank_bytes[0] if tier0 else 0,
         host_kv_pinned_bytes=tier0.pinned_per_rank_bytes[0] if tier0 else 0, kv_blocks=cap.num_blocks,
         kv_tokens_low=min(cap_lo.kv_tokens, cap.kv_tokens), kv_tokens_high=max(cap_hi.kv_tokens, cap.kv_tokens),
-        terms=eplb.terms)
+        feature_terms=eplb.terms + feats.terms(cap.num_blocks * block))
     node = NodePlan(ranks=ranks_node, host_kv_bytes=node_host, host_available_bytes=cluster.host_mem_bytes,
                     host_available_source=cluster.host_mem_source,
                     host_reserve_bytes=HOST_RESERVE_BYTES if tiers else 0, **cluster.node_limits())
@@ -238,7 +248,7 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
         layers_per_rank=max(len(s) for s in stages), attn_tp_size=args.tensor_parallel_size,
         host_tiers=tuple(tiers), host_fix=_host_fix(tiers, cluster.host_mem_bytes),
         swap_space=rules.swap_space, flags_given=tuple(args.flags_given),
-        unknown_flags=tuple(args.unknown_flags), unmodeled=(), world_size=args.world_size,
+        unknown_flags=tuple(args.unknown_flags), unmodeled=feats.unmodeled, world_size=args.world_size,
         model_path=args.model, engine_rules=CapacityRules(rules.capacity_formula),
         checkpoint_weights_bytes_per_rank=estimate,  # the estimate without --weights-gib (None: unknown)
     )

@@ -47,8 +47,12 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("maximum concurrency", f"{rep.max_concurrency or 0:.2f}x",
              f"requests of max_model_len {s.max_model_len:,}"),
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
-    for ft in r.terms:  # launch features (eplb.py): what each adds and where the plan counts it
-        rows.append((ft.term, fmt_term(ft.bytes), f"{ft.memory}, {ft.scope}, {ft.counted}"))
+    rows[1:1] = [(f"  {t.term.replace('_', ' ')}" + (" (host)" if "host" in t.scope else ""), fmt_gib(t.bytes),
+                  t.effect) for t in r.feature_terms]  # speculative drafter and LoRA (features.py)
+    placed = {"draft_weights", "draft_buffers", "draft_kv_pool", "lora_buffers", "lora_cpu_cache"}
+    for ft in r.feature_terms:  # other launch features (eplb.py): what each adds and where the plan counts it
+        if ft.term not in placed:
+            rows.append((ft.term, fmt_term(ft.bytes), f"{ft.memory}, {ft.scope}, {ft.counted}"))
     for t in s.host_tiers:
         each = max(t.per_rank_bytes) if t.per_rank_bytes else 0
         rows.append((f"host: {t.flag}", fmt_host(each), f"{t.meaning}; pinned node total {fmt_host(t.node_bytes)}"))

@@ -1,0 +1,75 @@
+"""vLLM 0.11 speculative decoding (eagle3) and LoRA: the drafter's head and KV layers, the LoRA buffers, pinned to
+arithmetic done by hand from the 0.11.0 source (engines/vllm/speculative.py, lora.py)."""
+
+from __future__ import annotations
+
+from kvplan import check
+
+VLLM = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+SPEC = ["--speculative-config",
+        '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}']
+LORA = ["--enable-lora", "--max-loras", "4", "--max-lora-rank", "64"]
+
+
+def plan(*flags: str, version: str = "0.11.0", **opts):
+    opts.setdefault("gpu", "h100")
+    return check([*VLLM, *flags], engine_version=version, **opts)
+
+
+def terms(r) -> dict[str, int]:
+    return {t.term: t.bytes for t in r.plan.per_rank.feature_terms}
+
+
+def ids(r) -> set[str]:
+    return {f.id for f in r.findings}
+
+
+def test_eagle3_head_is_model_memory_and_its_layer_joins_the_block_pool():
+    # the head (models/drafts.py, hand sum in tests/sglang/test_speculative_lora.py): 849,635,328 B per rank
+    # KV: target 32 layers × 8 heads × 256 × 2 B = 131,072 B/token + 1 draft layer 4,096 = 135,168 B/token
+    a, b = plan(), plan(*SPEC)
+    t = terms(b)
+    assert t["draft_weights"] == 849_635_328
+    # EagleProposer's buffers: max_num_batched_tokens 8192 × (int32 + int64 + int32 + 2 × 4096 × 2 B) = 134,348,800
+    assert t["draft_buffers"] == 8192 * (4 + 8 + 4 + 2 * 4096 * 2) == 134_348_800
+    assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 849_635_328 + 134_348_800
+    assert b.plan.per_rank.kv_bytes_per_token == 135_168
+    blocks = b.plan.per_rank.kv_blocks
+    assert blocks is not None and t["draft_kv_pool"] == blocks * 16 * 4096
+    assert b.plan.per_rank.kv_tokens < a.plan.per_rank.kv_tokens
+    assert not ids(b) & {"unmodeled-memory", "unknown-flags"}
+
+
+def test_lora_buffers_by_hand():
+    # Llama-3.1-8B, max_loras 4, rank 64, bf16, TP1 (lora/layers/*.py::create_lora_weights):
+    #   linear layers, per layer: qkv A 3 × 4·64·4096 + B 4·(4096 + 1024 + 1024)·64; o A 4·64·4096 + B 4·4096·64;
+    #   gate_up A 2 × 4·64·4096 + B 2 × 4·14336·64; down A 4·64·14336 + B 4·4096·64 = 20,971,520 elements
+    #   × 2 B × 32 layers                                                     = 1,342,177,280
+    #   embed_tokens: (4, 256, 4096) + A (4, 128256 + 256, 64) + B (4, 1, 4096, 64) = 38,141,952 el = 76,283,904
+    #   logits: A (4, 1, 64, 4096) + B (4, 1, 128512, 64) + (4, 256, 4096)         = 38,141,952 el = 76,283,904
+    #   base model rows: embed + 256 × 4 rows, lm_head + 256 rows: 1280 × 4096 × 2  =     10,485,760
+    #   = 1,505,230,848 B per rank, in the model memory before the KV cache
+    a, b = plan(), plan(*LORA)
+    t = terms(b)
+    assert t["lora_buffers"] == 1_505_230_848
+    # host: max_cpu_loras (= max_loras) whole adapters, each at most one slot at TP1: linear 1,342,177,280 / 4 =
+    # 335,544,320, embed 19,070,976 + logits 19,070,976 (the same shapes with 1 slot) + 512 extra rows 4,194,304
+    assert t["lora_cpu_cache"] == 4 * (335_544_320 + 2 * 19_070_976 + 4_194_304)
+    assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 1_505_230_848
+    assert not ids(b) & {"unmodeled-memory", "unknown-flags"}
+
+
+def test_outside_the_release_read_the_features_warn():
+    r = plan(*LORA, version="0.8.0")
+    assert "unmodeled-memory" in ids(r) and "unknown-flags" not in ids(r)
+    r = plan("--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}')
+    assert "unmodeled-memory" in ids(r)
+
+
+def test_releases_read_agree_and_v0_warns():
+    # 0.10.2 builds the same head (draft_vocab_size set: its own 32k lm_head in both) and the same LoRA buffers
+    assert terms(plan(*SPEC, version="0.10.2"))["draft_weights"] == 849_635_328
+    assert terms(plan(*LORA, version="0.8.5"))["lora_buffers"] == 1_505_230_848
+    # the V0 engine (VLLM_USE_V1=0) is not read: the launch keeps the warning
+    r = check(["VLLM_USE_V1=0", *VLLM, *LORA], engine_version="0.10.2", gpu="h100")
+    assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms
