@@ -89,7 +89,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops, a.calibrate_launch)
     values, inferred = log_workload(ses, workload_values(a))
     w = workload_from(values)
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
@@ -99,7 +99,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
         res = replace(res, notes=(*res.notes, *more))
     if a.json:
         d = res.to_dict()
-        d["calibration"] = ses.fit.to_dict() if ses.fit else None
+        d["calibration"] = ses.calibration_dict()
         print(json.dumps(d, indent=2))
     else:
         from kvplan.simulate.report import render_simulation

@@ -49,7 +49,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops, a.calibrate_launch)
     values, inferred = log_workload(ses, workload_values(a))
     w = workload_from(values, TUNE_MAX_REQUESTS)
 
@@ -61,7 +61,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
         if inferred:
             res = replace(res, notes=(inferred, *res.notes))
         d = res.to_dict()
-        d["calibration"] = ses.fit.to_dict(max_rows=0) if ses.fit else None
+        d["calibration"] = ses.calibration_dict(max_rows=0)
         print(json.dumps(d, indent=2))
         return 0
     from rich.console import Console
