@@ -92,3 +92,8 @@ def test_simulated_pool_consistent_with_check(tmp_path, capsys):
     assert "kv_source" in sim["launch"]
     cal = sim["calibration"]["launch"]
     assert cal["command"].startswith("VLLM_CPU_KVCACHE_SPACE=1") and cal["observed_kv_tokens"] == 1_157_049
+    # the fit's error where it was not fitted, and the band of what the log leaves open (no prompt tokens in it)
+    assert sim["calibration"]["leave_one_out_median_abs_pct"] is not None
+    assert sim["prediction_band"]["other_end"] == "prompt tokens free"
+    lo, hi = sim["prediction_band"]["gen_tps"]
+    assert lo <= sim["throughput"]["gen_tps"] <= hi

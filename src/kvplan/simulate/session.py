@@ -95,6 +95,13 @@ class Session:
                 f"{per_sched:.1f} on average: the step time there is the fit's extrapolation, less sure than inside "
                 "the range (a log of the job at that batch pins it)")
 
+    def alternative_for(self, inputs: LaunchInputs) -> tuple[str, StepModel] | None:
+        """The step model at the other end of what the log leaves open (None: the fit identifies every term)."""
+        if self.fit is None or self.fit.alternative is None:
+            return None
+        what, alt = self.fit.alternative
+        return what, StepModel(roofline_for(inputs, self.mem_bw_gbps, self.tflops), alt.coef, alt.source)
+
     def model_for(self, inputs: LaunchInputs) -> StepModel:
         roof = roofline_for(inputs, self.mem_bw_gbps, self.tflops)
         if self.fit is not None:
@@ -103,6 +110,16 @@ class Session:
             raise KvplanError(f"no step-time prior: {roof.hardware_source}",
                               "pass --calibrate LOG (a serving log of this model), or --mem-bw-gbps and --tflops")
         return StepModel(roof)
+
+
+def band(point: Any, other: Any, what: str) -> dict:
+    """The prediction's band: the point simulation and the one at the other end of what the calibration log leaves
+    open (steptime/identify.py), as (low, high) of each throughput figure."""
+    def pair(name: str) -> list[float] | None:
+        a, b = getattr(point, name), getattr(other, name)
+        return None if a is None or b is None else [round(min(a, b), 2), round(max(a, b), 2)]
+
+    return {"gen_tps": pair("gen_tps"), "steady_gen_tps": pair("steady_gen_tps"), "other_end": what}
 
 
 def prepare(command: Sequence[str] | str, options: dict[str, Any], calibrate_log: str | None = None,
