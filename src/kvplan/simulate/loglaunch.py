@@ -36,11 +36,13 @@ class LogLaunch:
     pool_carried: bool  # the log's pool anchors the simulated launch's
     reason: str  # why it is or is not carried over
     inputs: Any = None  # LaunchInputs of the log's launch (None: not planned)
+    taken: tuple[tuple[str, Any], ...] = ()  # what else the simulated launch's plan took from the log (option, value)
 
     def to_dict(self) -> dict:
         return {"command": self.command, "given_by": self.given_by, "observed_kv_tokens": self.observed_tokens,
                 "planned_kv_tokens": self.planned_tokens, "pool_used_for_simulation": self.pool_carried,
-                "reason": self.reason}
+                "reason": self.reason, "plan_inputs_from_the_log": dict(self.taken),
+                "step_times_from": "the log's serving lines, read with the log's own pool"}
 
 
 def _planned(inputs: Any) -> tuple[int, int, int]:

@@ -143,6 +143,9 @@ def prepare(command: Sequence[str] | str, options: dict[str, Any], calibrate_log
     anchor = read_anchor(calibrate_log)
     log_launch, given_by, why_not = plan_log_launch(calibrate_launch, anchor, options)
     verdict = judge(log_launch, anchor.observed_tokens, given_by, why_not)
+    taken = tuple((k, v) for k, v in (("engine_version", anchor.version), ("free_gib", anchor.free_gib))
+                  if v is not None and options.get(k) is None)  # launch._options: what the log measured
+    verdict = replace(verdict, taken=taken)
     if verdict.pool_carried:
         inputs = plan_launch(command, options, anchor, log_launch)
     else:  # the launch's own plan (the log still gives the engine version and the free memory it measured)

@@ -114,7 +114,8 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            f"--nodes {options.nodes} describes other machines")
         cluster = apply_limits(Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size,
                                        options.nodes, host.bytes, host.source,
-                                       gpu_source="--gpu cpu / --device cpu / VLLM_CPU_KVCACHE_SPACE / the CPU build",
+                                       gpu_source="--gpu cpu" if names_cpu(options.gpu) else
+                                       "--device cpu / VLLM_CPU_KVCACHE_SPACE",
                                        host_others_bytes=host.others_bytes, host_total_bytes=host.total_bytes),
                                options)
     else:

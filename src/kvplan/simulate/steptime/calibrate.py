@@ -5,7 +5,10 @@ roofline (θ0 = (0, 1, 1, 1, 0)): ``θ = (XᵀX/σ² + Λ)⁻¹ (Xᵀy/σ² + Λ
 s = (mean y, 1, 1, 1, mean y) when the GPU's figures are known (each roofline term may be off by ~100 %, the fixed
 overheads are of the order of a step); without them the prior is flat (see ``fit_relative``). σ is the relative
 residual scale (at least 2 %), outlying lines are dropped robustly. Coefficients stay >= 0 (active set). A log from
-one configuration pins the step time at the batch sizes it saw; the prior decides how it extrapolates.
+one configuration pins the step time at the batch sizes it saw; the prior decides how it extrapolates: terms the lines
+do not identify (one batch, no prompt-token variation, constant KV: steptime/identify.py) are pinned at their prior,
+the other end of what they leave open is kept as ``Fit.alternative`` (the prediction's band), and ``loo_median`` is
+the leave-one-out error beside the in-sample one.
 """
 
 from __future__ import annotations
