@@ -97,3 +97,20 @@ def test_simulated_pool_consistent_with_check(tmp_path, capsys):
     assert sim["prediction_band"]["other_end"] == "prompt tokens free"
     lo, hi = sim["prediction_band"]["gen_tps"]
     assert lo <= sim["throughput"]["gen_tps"] <= hi
+
+
+def test_a_log_of_another_model_never_sets_the_pool(tmp_path):
+    """The deepseek-v3 log's own launch is known and plans its pool, but it serves another model than B: B keeps
+    its own plan (the models are local directories here, so each launch plans its own config.json)."""
+    import shutil
+
+    for name in ("deepseek_v3", "gemma3_text"):
+        shutil.copytree(DATA / "tiny" / name, tmp_path / name)
+    # 44,000 reported where its launch plans 43,392: inside the plan's band (+2 %), so a correction of 608 tokens of
+    # deepseek's cell would carry over to B if the model were not checked
+    text = DSV3_LOG.read_text().replace("/tmp/tiny/deepseek_v3", str(tmp_path / "deepseek_v3"))
+    log = _log(tmp_path, DSV3_LOG, text.replace("CPU KV cache size: 43,392 tokens", "CPU KV cache size: 44,000 tokens"))
+    ses = prepare(B.replace("/tmp/tiny/gemma3_text", str(tmp_path / "gemma3_text")), {}, log)
+    assert ses.log_launch.planned_tokens == 43_392  # the log's launch is known ...
+    assert not ses.log_launch.pool_carried and "another model" in ses.log_launch.reason  # ... and is not B
+    assert ses.inputs.kv_tokens == B_POOL

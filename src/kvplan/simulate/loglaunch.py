@@ -74,6 +74,22 @@ def judge(inputs: Any | None, observed: int | None, given_by: str, why_not: str 
                      "plans")
 
 
+MODEL_FACTS = ("architecture", "attention", "layers", "kv_heads", "head_dim", "kv_lora_rank", "is_mla", "is_moe",
+               "weight_bytes")
+
+
+def differs(log_inputs: Any, inputs: Any) -> str | None:
+    """Why the log's launch cannot stand for the simulated one whatever its flags (another engine, another model:
+    ``ModelSummary`` facts, not the path, which may name the same checkpoint twice), or None."""
+    if log_inputs.engine != inputs.engine:
+        return f"the log is {log_inputs.engine}'s, the launch {inputs.engine}'s"
+    a, b = log_inputs.plan.model, inputs.plan.model
+    diff = [f for f in MODEL_FACTS if getattr(a, f) != getattr(b, f)]
+    if diff:
+        return f"the log's launch serves another model ({', '.join(diff)} differ: {a.name} vs {b.name})"
+    return None
+
+
 def plan_log_launch(calibrate_launch: str | None, anchor: Any, options: dict) -> tuple[Any | None, str, str | None]:
     """(the log's launch planned or None, who named it, why it is not planned). ``--calibrate-launch`` that cannot be
     planned is an error (the user named it); a launch rebuilt from the log that cannot be planned is only not known."""

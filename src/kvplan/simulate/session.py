@@ -131,7 +131,8 @@ def prepare(command: Sequence[str] | str, options: dict[str, Any], calibrate_log
     log's own pool."""
     from dataclasses import replace
 
-    from kvplan.simulate.loglaunch import judge, plan_log_launch
+    from kvplan.simulate.launch import inputs_from
+    from kvplan.simulate.loglaunch import differs, judge, plan_log_launch
 
     for name, v in (("--mem-bw-gbps", mem_bw_gbps), ("--tflops", tflops)):
         if v is not None and not v > 0:
@@ -145,14 +146,17 @@ def prepare(command: Sequence[str] | str, options: dict[str, Any], calibrate_log
     verdict = judge(log_launch, anchor.observed_tokens, given_by, why_not)
     taken = tuple((k, v) for k, v in (("engine_version", anchor.version), ("free_gib", anchor.free_gib))
                   if v is not None and options.get(k) is None)  # launch._options: what the log measured
+    # the launch's own plan (the log still gives the engine version and the free memory it measured)
+    inputs = plan_launch(command, options, replace(anchor, observed_tokens=None))
     verdict = replace(verdict, taken=taken)
-    if verdict.pool_carried:
-        inputs = plan_launch(command, options, anchor, log_launch)
-    else:  # the launch's own plan (the log still gives the engine version and the free memory it measured)
-        inputs = plan_launch(command, options, replace(anchor, observed_tokens=None))
-        if anchor.observed_tokens is not None:
-            inputs = replace(inputs, kv_source=f"{inputs.kv_source}; the calibration log's pool is not used: "
-                             f"{verdict.reason}")
+    other = differs(log_launch, inputs) if verdict.pool_carried and log_launch is not None else None
+    if other:
+        verdict = replace(verdict, pool_carried=False, reason=other)
+    if verdict.pool_carried and log_launch is not None:
+        inputs = inputs_from(inputs.evaluation, inputs.options, log_launch.anchor)
+    elif anchor.observed_tokens is not None:
+        inputs = replace(inputs, kv_source=f"{inputs.kv_source}; the calibration log's pool is not used: "
+                         f"{verdict.reason}")
     roof = roofline_for(log_launch or inputs, mem_bw_gbps, tflops)
     log_pool = anchor.observed_tokens or (log_launch or inputs).kv_tokens  # the log's lines read with its own pool
     fit = calibrate(calibrate_log, roof, log_pool, anchor.decode_interval)
