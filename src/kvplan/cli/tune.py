@@ -56,10 +56,11 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     def sim(inputs: LaunchInputs) -> SimResult:
         return run_simulation(inputs, w, ses.model_for(inputs), a.router, a.host_bw_gbps)
 
+    more = (*((inferred,) if inferred else ()), *(ses.fit.notes if ses.fit else ()))
     if a.json:
         res = tune(ses.inputs, sim)
-        if inferred:
-            res = replace(res, notes=(inferred, *res.notes))
+        if more:
+            res = replace(res, notes=(*more, *res.notes))
         d = res.to_dict()
         d["calibration"] = ses.calibration_dict(max_rows=0)
         print(json.dumps(d, indent=2))
@@ -77,7 +78,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
             bar.update(task, description=name, total=total, advance=1)
 
         res = tune(ses.inputs, sim, tick)
-    if inferred:
-        res = replace(res, notes=(inferred, *res.notes))
+    if more:
+        res = replace(res, notes=(*more, *res.notes))
     render_tune(res, ses.fit, a.top)
     return 0

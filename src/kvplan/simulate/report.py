@@ -115,7 +115,9 @@ def render_tune(res: Any, fit: Any, top: int) -> None:
     first = res.ranked[0] if res.current.refused and res.ranked and res.ranked[0].name == "repaired" else res.current
     if fit is not None:
         d = fit.to_dict(max_rows=0)
-        c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %)")
+        loo = d["leave_one_out_median_abs_pct"]
+        c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %, median "
+                f"{d['in_sample_median_abs_pct']} % in sample, {'-' if loo is None else loo} % leave-one-out)")
         rows = fit.rows
         if rows and first.result is not None:
             gen = sum(r.gen_tps for r in rows) / len(rows)

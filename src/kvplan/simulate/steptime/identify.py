@@ -84,13 +84,13 @@ class Identification:
                 f"steady batches {min(self.batches)}-{max(self.batches)}"
             out.append(f"the calibration log's lines ran {ran}: the fixed per-step and per-sequence costs are not "
                        "told apart (unidentified); the per-sequence terms keep their prior (the step's cost taken as "
-                       "fixed) and the prediction is widened to the other end (every step's cost per sequence): a "
-                       "log at another batch pins it")
+                       "fixed), and kvplan simulate widens its prediction to the other end (every step's cost per "
+                       "sequence: prediction_band); a log at another batch pins it")
         if not self.prefill:
             out.append(f"the calibration log's prompt tokens per step vary by {self.prefill_span:.1f} (less than "
                        f"{PREFILL_SPAN:g} × its mean batch {self.mean_batch:.1f}): the prompt-token cost is not "
-                       "identified; a prompt token is priced as a decoding sequence's per-token cost (prior) and the "
-                       "prediction is widened to prompt tokens at no cost")
+                       "identified; a prompt token is priced as a decoding sequence's per-token cost (prior), and "
+                       "kvplan simulate widens its prediction to prompt tokens at no cost (prediction_band)")
         return tuple(out)
 
 
