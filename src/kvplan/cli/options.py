@@ -76,6 +76,9 @@ def add_workload_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="seed of generated lengths and arrivals")
     s = parser.add_argument_group("step time and serving")
     s.add_argument("--calibrate", metavar="LOG", help="fit the step time to this server log's serving lines")
+    s.add_argument("--calibrate-launch", metavar="COMMAND",
+                   help="the launch the --calibrate log came from, as one quoted command (default: as the log shows "
+                   "it); its pool reads the log's lines, never the simulated launch's")
     s.add_argument("--mem-bw-gbps", type=float, help="GPU memory bandwidth, GB/s (default: the GPU catalog)")
     s.add_argument("--tflops", type=float, help="dense TFLOP/s of the compute dtype (default: the GPU catalog)")
     s.add_argument("--host-bw-gbps", type=float, help="host<->GPU bandwidth for HiCache, GB/s (default 63: PCIe 5 x16)")

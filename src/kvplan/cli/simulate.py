@@ -85,24 +85,28 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
 
     from kvplan.cli.options import workload_values
     from kvplan.simulate.run import run_simulation
-    from kvplan.simulate.session import prepare
+    from kvplan.simulate.session import band, prepare
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops, a.calibrate_launch)
     values, inferred = log_workload(ses, workload_values(a))
     w = workload_from(values)
     res = run_simulation(ses.inputs, w, ses.model_for(ses.inputs), a.router, a.host_bw_gbps)
-    more = tuple(n for n in (ses.check_note(), inferred, lockstep_note(w), ses.workload_check(res),
-                             ses.coverage_check(res)) if n)
+    alt = ses.alternative_for(ses.inputs)
+    wide = band(res, run_simulation(ses.inputs, w, alt[1], a.router, a.host_bw_gbps), alt[0]) if alt else None
+    more = tuple(n for n in (ses.check_note(), inferred, lockstep_note(w), *(ses.fit.notes if ses.fit else ()),
+                             ses.workload_check(res), ses.coverage_check(res)) if n)
     if more:
         res = replace(res, notes=(*res.notes, *more))
     if a.json:
         d = res.to_dict()
-        d["calibration"] = ses.fit.to_dict() if ses.fit else None
+        d["calibration"] = ses.calibration_dict()
+        d["prediction_band"] = wide
         print(json.dumps(d, indent=2))
     else:
         from kvplan.simulate.report import render_simulation
 
-        render_simulation(res, ses.fit, series=a.series)
+        render_simulation(res, ses.fit, series=a.series, band=wide,
+                          calibration_launch=ses.log_launch.to_dict() if ses.log_launch else None)
     return 0

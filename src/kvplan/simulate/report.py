@@ -20,6 +20,12 @@ def render_calibration(fit: Any, console: Any) -> None:
     d = fit.to_dict(max_rows=12)
     console.print(f"[bold]Step time calibrated[/bold] on {d['log']}: {d['observations']} serving lines, "
                   f"MAPE {d['mape_pct']} % (roofline prior alone: {d['prior_mape_pct']} %)")
+    loo = d["leave_one_out_median_abs_pct"]
+    console.print(f"  median error {d['in_sample_median_abs_pct']} % on the lines fitted, "
+                  f"{'-' if loo is None else loo} % leave-one-out (each line predicted by the fit on the others)")
+    tm = d["terms"]
+    console.print(f"  step = {tm['fixed_step_s'] * 1000:.2f} ms fixed + {tm['per_sequence_s'] * 1000:.3f} ms per "
+                  f"decoding sequence + {tm['per_prompt_token_s'] * 1000:.4f} ms per prompt token (+ KV attended)")
     console.print("  " + ", ".join(f"{k} {v:g}" for k, v in d["coefficients"].items()))
     t = Table(title="fit residuals (last lines)", show_lines=False)
     for col in ("running", "weight", "KV tokens", "observed step", "fitted step", "residual", "observed tok/s",
@@ -33,7 +39,8 @@ def render_calibration(fit: Any, console: Any) -> None:
     console.print(t)
 
 
-def render_simulation(res: Any, fit: Any = None, series: bool = False) -> None:
+def render_simulation(res: Any, fit: Any = None, series: bool = False, band: dict | None = None,
+                      calibration_launch: dict | None = None) -> None:
     from rich.table import Table
 
     from kvplan.report.console import console as make_console
@@ -46,6 +53,11 @@ def render_simulation(res: Any, fit: Any = None, series: bool = False) -> None:
     c.print(f"workload: {wl['name']} · clients {wl['concurrency'] or '-'} · rate {wl['rate'] or '-'} req/s")
     if fit is not None:
         render_calibration(fit, c)
+        if calibration_launch is not None:
+            cl = calibration_launch
+            c.print(f"  the log's own launch ({cl['given_by']}): {cl['command'] or 'not known'}; its pool "
+                    f"{'anchors' if cl['pool_used_for_simulation'] else 'is not used for'} this launch: {cl['reason']}",
+                    soft_wrap=True, highlight=False)
     else:
         c.print(f"step time: {d['step_model']['source']}")
     th, lo, sc = d["throughput"], d["load"], d["scheduler"]
@@ -54,6 +66,10 @@ def render_simulation(res: Any, fit: Any = None, series: bool = False) -> None:
     t.add_column()
     steady = f" (steady state {th['steady_gen_tps']:,.0f})" if th["steady_gen_tps"] is not None else ""
     t.add_row("generation", f"{th['gen_tps']:,.0f} tok/s{steady}")
+    if band is not None and band["gen_tps"] is not None:
+        lo_b, hi_b = band["steady_gen_tps"] or band["gen_tps"]
+        t.add_row("band", f"{lo_b:,.0f}-{hi_b:,.0f} tok/s (the other end of what the calibration log leaves open: "
+                  f"{band['other_end']})")
     t.add_row("prompt", f"{th['prompt_tps']:,.0f} tok/s")
     t.add_row("TTFT", _lat(d["latency"]["ttft_s"]))
     t.add_row("TPOT", _lat(d["latency"]["tpot_s"]))
@@ -99,7 +115,9 @@ def render_tune(res: Any, fit: Any, top: int) -> None:
     first = res.ranked[0] if res.current.refused and res.ranked and res.ranked[0].name == "repaired" else res.current
     if fit is not None:
         d = fit.to_dict(max_rows=0)
-        c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %)")
+        loo = d["leave_one_out_median_abs_pct"]
+        c.print(f"step time calibrated on {d['log']} ({d['observations']} lines, MAPE {d['mape_pct']} %, median "
+                f"{d['in_sample_median_abs_pct']} % in sample, {'-' if loo is None else loo} % leave-one-out)")
         rows = fit.rows
         if rows and first.result is not None:
             gen = sum(r.gen_tps for r in rows) / len(rows)

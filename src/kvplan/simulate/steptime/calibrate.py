@@ -5,20 +5,26 @@ roofline (θ0 = (0, 1, 1, 1, 0)): ``θ = (XᵀX/σ² + Λ)⁻¹ (Xᵀy/σ² + Λ
 s = (mean y, 1, 1, 1, mean y) when the GPU's figures are known (each roofline term may be off by ~100 %, the fixed
 overheads are of the order of a step); without them the prior is flat (see ``fit_relative``). σ is the relative
 residual scale (at least 2 %), outlying lines are dropped robustly. Coefficients stay >= 0 (active set). A log from
-one configuration pins the step time at the batch sizes it saw; the prior decides how it extrapolates.
+one configuration pins the step time at the batch sizes it saw; the prior decides how it extrapolates: terms the lines
+do not identify (one batch, no prompt-token variation, constant KV: steptime/identify.py) are pinned at their prior,
+the other end of what they leave open is kept as ``Fit.alternative`` (the prediction's band), and ``loo_median`` is
+the leave-one-out error beside the in-sample one.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvplan.errors import KvplanError
-from kvplan.simulate.steptime.model import NAMES, PRIOR, StepModel
+from kvplan.simulate.steptime.identify import identify, leave_one_out, median_abs
+from kvplan.simulate.steptime.model import NAMES, PRIOR, Coef, StepModel
 from kvplan.simulate.steptime.observe import Observation, observations
 from kvplan.simulate.steptime.roofline import Roofline
 
 MIN_OBS = 3
+PIN = 1e-6  # a pinned coefficient's prior scale, relative to its free one
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,19 @@ class Fit:
     log: str
     inflight_tokens: float | None  # the log's KV tokens per running request
     dropped: int = 0  # outlying lines left out of the fit
+    notes: tuple[str, ...] = ()  # what the lines do not identify (steptime/identify.py)
+    alternative: tuple[str, StepModel] | None = None  # the other end of what the lines leave open
+    loo_median: float | None = None  # leave-one-out median |error| / observed
+    in_sample_median: float = 0.0  # the same on the lines fitted
+
+    def cost_terms(self) -> dict:
+        """The fitted step as a fixed cost per step, a cost per decoding sequence and per prompt token (no KV)."""
+        m = self.model
+        fixed = m.decode_base(0)
+        per_seq = m.decode_base(1) - fixed
+        per_prompt = m.step(0, 0.0, 1) - fixed
+        return {"fixed_step_s": round(fixed, 6), "per_sequence_s": round(per_seq, 7),
+                "per_prompt_token_s": round(per_prompt, 7)}
 
     @property
     def mape(self) -> float:
@@ -49,6 +68,13 @@ class Fit:
                 for r, f in zip(self.rows, self.fitted, strict=True)]
         return {"log": self.log, "observations": len(self.rows), "dropped_outliers": self.dropped,
                 "mape_pct": round(self.mape * 100, 2),
+                "in_sample_median_abs_pct": round(self.in_sample_median * 100, 2),
+                "leave_one_out_median_abs_pct": None if self.loo_median is None else round(self.loo_median * 100, 2),
+                "terms": self.cost_terms(), "notes": list(self.notes),
+                "alternative": None if self.alternative is None else {
+                    "what": self.alternative[0], "coefficients": dict(zip(NAMES, (round(c, 6) for c in
+                                                                                  self.alternative[1].coef),
+                                                                          strict=True))},
                 "prior_mape_pct": round(self.prior_mape * 100, 2), "sigma_s": round(self.sigma, 6),
                 "coefficients": dict(zip(NAMES, (round(c, 6) for c in self.model.coef), strict=True)),
                 "log_inflight_tokens_per_request": None if self.inflight_tokens is None
@@ -106,26 +132,52 @@ def calibrate(log_path: str, roof: Roofline, pool_tokens: int, decode_interval: 
                           f"calibration needs at least {MIN_OBS}",
                           "give a log with SGLang 'Decode batch' lines or vLLM periodic stats under load")
     xs, ys = [r.x for r in rows], [r.y for r in rows]
-    theta, sigma, kept = fit_relative(xs, ys, roof.known, [r.weight for r in rows])
-    t0, t1, t2, t3, t4, t5 = theta
-    model = StepModel(roof, (t0, t1, t2, t3, t4, t5), f"calibrated on {log_path} ({len(kept)} of {len(rows)} serving "
-                      "lines)")
+    ws = [r.weight for r in rows]
+    ident = identify(rows)
+    base_prior = PRIOR if roof.known else (0.0,) * len(PRIOR)
+    pins = ident.pins(base_prior)
+    theta, sigma, kept = fit_relative(xs, ys, roof.known, ws, pins)
+    model = StepModel(roof, _coef(theta), f"calibrated on {log_path} ({len(kept)} of {len(rows)} serving lines)")
     used = tuple(rows[i] for i in kept)
-    fitted = tuple(sum(c * v for c, v in zip(theta, r.x, strict=True)) for r in used)
-    prior_pred = tuple(sum(c * v for c, v in zip(PRIOR, r.x, strict=True)) for r in used)
+    fitted = tuple(_dot(theta, r.x) for r in used)
+    prior_pred = tuple(_dot(PRIOR, r.x) for r in used)
     tok = [r.kv_tokens for r in used if r.kv_tokens]
     run = [r.running for r in used if r.kv_tokens]
     inflight = sum(tok) / sum(run) if run and sum(run) else None
-    return Fit(model, used, fitted, prior_pred, sigma, log_path, inflight, len(rows) - len(kept))
+    alt = None
+    alt_pins = ident.alternative_pins(base_prior)
+    if alt_pins is not None:
+        a_theta, _, _ = fit_relative([xs[i] for i in kept], [ys[i] for i in kept], roof.known,
+                                     [ws[i] for i in kept], alt_pins[1], drop=False)
+        alt = (alt_pins[0], StepModel(roof, _coef(a_theta), f"{model.source}, the other end: {alt_pins[0]}"))
+
+    def without(idx: list[int]) -> list[float]:
+        return fit_relative([xs[i] for i in idx], [ys[i] for i in idx], roof.known, [ws[i] for i in idx], pins,
+                            drop=False)[0]
+
+    loo = leave_one_out(len(rows), kept, without, lambda th, i: _dot(th, xs[i]), ys)
+    return Fit(model, used, fitted, prior_pred, sigma, log_path, inflight, len(rows) - len(kept), ident.notes(),
+               alt, loo, median_abs(fitted, [r.y for r in used]))
 
 
-def fit_relative(xs: list[tuple], ys: list[float], known: bool,
-                 weights: list[float] | None = None) -> tuple[list[float], float, list[int]]:
+def _dot(theta: Sequence[float], x: Sequence[float]) -> float:
+    return sum(c * v for c, v in zip(theta, x, strict=True))
+
+
+def _coef(theta: Sequence[float]) -> Coef:
+    t0, t1, t2, t3, t4, t5 = theta
+    return (t0, t1, t2, t3, t4, t5)
+
+
+def fit_relative(xs: list[tuple], ys: list[float], known: bool, weights: list[float] | None = None,
+                 pins: dict[int, float] | None = None, drop: bool = True) -> tuple[list[float], float, list[int]]:
     """MAP fit of relative errors ``(y - x·θ) / y`` (a line of a 10 ms step weighs as much as one of 100 ms), with
     lines whose relative residual is more than 3 robust standard deviations (1.4826 × MAD) from the median dropped
     (at most 30 %: ramp-up lines of one request mostly prefilling, idle intervals). Without GPU figures the prior is
     flat: each coefficient may explain 10× the mean step time on its own. ``weights`` scale each line's squared
-    residual (a vLLM line whose batch changed inside its interval counts less than one whose batch is known)."""
+    residual (a vLLM line whose batch changed inside its interval counts less than one whose batch is known).
+    ``pins``: coefficients held at a value (steptime/identify.py: what the lines do not identify); ``drop``: False
+    fits every line given (the leave-one-out refits on the kept lines)."""
     n = len(ys)
     mean_y = sum(ys) / n
     means = [sum(x[j] for x in xs) / n for j in range(len(PRIOR))]
@@ -137,6 +189,9 @@ def fit_relative(xs: list[tuple], ys: list[float], known: bool,
     if not known:
         prior = (0.0,) * len(PRIOR)
         scales = tuple(10 * mean_y / m if m > 0 else 1e30 for m in means)
+    if pins:
+        prior = tuple(pins.get(j, p) for j, p in enumerate(prior))
+        scales = tuple(PIN * s if j in pins else s for j, s in enumerate(scales))
     kept = list(range(n))
     sigma = 0.05
     theta = list(prior)
@@ -148,7 +203,7 @@ def fit_relative(xs: list[tuple], ys: list[float], known: bool,
         kres = sorted(res[i] for i in kept)
         w2 = [weights[i] if weights else 1.0 for i in kept]
         sigma = max(math.sqrt(sum(w * res[i] ** 2 for i, w in zip(kept, w2, strict=True)) / sum(w2)), 0.02)
-        if it == 3:
+        if it == 3 or not drop:
             break
         med = kres[len(kres) // 2]
         mad = sorted(abs(e - med) for e in kres)[len(kres) // 2]
