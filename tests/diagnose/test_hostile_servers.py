@@ -125,14 +125,19 @@ def test_the_whole_cli_run_ends_within_window_plus_ten_seconds():
     stop = threading.Event()
     pages = {"/get_server_info": _late(SGLANG_INFO, 4.9), "/server_info": _late(SGLANG_INFO, 4.9),
              "/v1/models": js(MODELS), "/metrics": drip(stop=stop)}
+    # the bound holds from the CLI's own start; what the interpreter takes to get there (and to exit) is this
+    # machine's speed at the moment, measured in the same run: the same CLI's --help, which plans nothing
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "kvplan", "diagnose", "--help"], capture_output=True, timeout=600)
+    startup = time.monotonic() - t0
     with server(pages) as (url, _):
         t0 = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "kvplan", "diagnose", "--url", url, "--window", "1", "--gpu",
-                            "h100", "--json"], capture_output=True, text=True, timeout=60)
+                            "h100", "--json"], capture_output=True, text=True, timeout=600)
         took = time.monotonic() - t0
         stop.set()
     assert p.returncode in (0, 2) and "internal error" not in p.stderr, p.stderr
-    assert took < 1 + 2 * TIMEOUT_S, took
+    assert took < 1 + 2 * TIMEOUT_S + startup, (took, startup)
 
 
 # ---------------------------------------------------------------------------------------------------- memory
