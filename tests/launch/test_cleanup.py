@@ -131,8 +131,12 @@ def test_proof_needs_the_same_uid(monkeypatch):
 def test_proof_needs_the_token_not_just_the_id():
     token = ownership.new_token()
     env = {**os.environ, ownership.MARKER: "20250101-000000-abcdef01", ownership.TOKEN: token}
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    # the child says it is up once it runs its own program: before its exec, /proc shows the forked copy of this
+    # process's environment (no marker; a loaded run read it there)
+    p = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"], env=env,
+                         stdout=subprocess.PIPE, text=True)
     try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "up"
         assert ownership.carries(p.pid, "20250101-000000-abcdef01", ownership.token_hash(token))
         assert not ownership.carries(p.pid, "20250101-000000-abcdef01", ownership.token_hash(token + "0"))
         assert not ownership.carries(p.pid, "20250101-000000-abcdef02", ownership.token_hash(token))
