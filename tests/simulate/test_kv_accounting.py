@@ -43,6 +43,16 @@ def test_inflight_tokens_are_prompt_plus_half_the_output(capsys):
     assert load["running_mean"] == pytest.approx(10, rel=0.02)
 
 
+def test_the_issues_command_without_requests(capsys):
+    # issue 21's command as written (no --requests): 10 requests per client of --concurrency 10 = 100, the same
+    # ~2,107.5 tokens per running request as above
+    code = main(["simulate", "--json", "--prompt-len", "100", "--output-len", "4000", "--concurrency", "10",
+                 "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen3-8B"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["workload"]["requests"] == 100 and d["completed"] == 100
+    assert d["load"]["inflight_tokens_per_request"] == pytest.approx(100 + 4000 / 2 + 15 / 2, rel=0.02)
+
+
 def _drain(inst, reqs, limit: int = 10_000):
     """Run the scheduler until every request finished (all queued at t = 0); record each admission as (rid, output
     so far, tokens looked up, tokens computed)."""

@@ -62,7 +62,8 @@ def add_workload_options(parser: argparse.ArgumentParser) -> None:
     ``workload_values`` / ``simulate.workload.options.workload_from``)."""
     g = parser.add_argument_group("workload (a file, or generated)")
     g.add_argument("--workload", help="JSONL of requests, or a SGLang bench_serving / vLLM benchmark_serving result")
-    g.add_argument("--requests", type=int, help="generated: number of requests")
+    g.add_argument("--requests", type=int, help="generated: number of requests (default: 10 per client of "
+                   "--concurrency, at least 100; 1,000 at --rate alone)")
     g.add_argument("--prompt-len", type=int, help="generated: mean prompt tokens")
     g.add_argument("--output-len", type=int, help="generated: mean output tokens")
     g.add_argument("--prompt-dist", help="fixed (default) | uniform:S | range:R | lognormal:S | exp")

@@ -14,6 +14,15 @@ WORKLOAD_FIELDS = ("workload", "requests", "prompt_len", "output_len", "prompt_d
                    "shared_prefix", "prefix_groups", "concurrency", "rate", "burstiness", "seed")
 
 
+DEFAULT_ROUNDS = 10  # without --requests: each client sends this many requests (a steady state, then the drain)
+DEFAULT_REQUESTS = 1_000  # without --requests and without --concurrency (an open loop at --rate)
+
+
+def default_requests(concurrency: int | None) -> int:
+    """--requests when not given: ``DEFAULT_ROUNDS`` per client of --concurrency (at least 100), else 1,000."""
+    return max(100, DEFAULT_ROUNDS * concurrency) if concurrency else DEFAULT_REQUESTS
+
+
 def workload_from(values: dict[str, Any], cap: int | None = None) -> Workload:
     """``values``: WORKLOAD_FIELDS as given (None: not given); ``cap`` bounds a generated job's requests."""
     from kvplan.simulate.workload.files import load_file
@@ -24,10 +33,11 @@ def workload_from(values: dict[str, Any], cap: int | None = None) -> Workload:
         if v["requests"] or v["prompt_len"] or v["output_len"]:
             raise KvplanError("give either --workload FILE or --requests/--prompt-len/--output-len")
         return load_file(v["workload"], v["concurrency"], v["rate"], v["burstiness"] or 1.0, v["seed"] or 0)
-    if not (v["requests"] and v["prompt_len"] and v["output_len"]):
+    if not (v["prompt_len"] and v["output_len"]) or not (v["requests"] or v["concurrency"] or v["rate"]):
         raise KvplanError("no workload", "give --workload FILE, or --requests N --prompt-len P --output-len L "
                           "with --concurrency C and/or --rate R")
-    n = min(v["requests"], cap) if cap else v["requests"]
+    requests = v["requests"] or default_requests(v["concurrency"])
+    n = min(requests, cap) if cap else requests
     return generated(n, v["prompt_len"], v["output_len"], v["concurrency"], v["rate"], v["burstiness"] or 1.0,
                      v["prompt_dist"] or "fixed", v["output_dist"] or "fixed", v["max_new_tokens"],
                      v["shared_prefix"] or 0, v["prefix_groups"] or 1, v["seed"] or 0)
