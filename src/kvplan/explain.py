@@ -129,7 +129,9 @@ def rebuild_command(facts: LogFacts, user_command: Sequence[str] | None, model_c
         cmd = split_command(list(user_command))
         if model and not any(t in cmd.argv for t in ("--model", "--model-path")) and cmd.program[-1] != "serve":
             log_flags = [engine.model_flag, str(model), *log_flags]
-        changes = {**_shown_off(facts.args, engine.flag_table()), **_as_changes(log_flags, engine.flag_table())}
+        changes = {**_shown_off(facts.args, engine.flag_table()),
+                   **dict.fromkeys(engine.inert_flags(facts.args)),  # None: removed (the feature is shown off)
+                   **_as_changes(log_flags, engine.flag_table())}
         merged = tokenize(engine.rewrite(cmd, changes))
         return [*(t for t in env if t.split("=", 1)[0] not in cmd.env), *merged]  # the log's values win
     if not model:

@@ -57,8 +57,11 @@ def test_every_lever_command_passes_check_with_a_sane_host_pool(diag):
         assert res.verdict != "fail", (lv.name, [f.id for f in res.findings if f.severity == "error"])
         gb = _hicache_gb(lv.command)
         assert gb is None or gb <= 48, (lv.name, lv.command)  # never the 300 GB per rank that hung the box
-    # the server ran the log's launch (its dump shows HiCache off): the given launch's 300 GB is not what ran
+    # the server ran the log's launch (its dump shows HiCache off): the given launch's 300 GB is not what ran, and
+    # the running launch's command does not carry it either (the log's hicache_size=0: the flag did nothing)
     assert not [f for f in diag.lever("current").findings if f.startswith("host-")]
+    assert "--hicache" not in diag.lever("current").command and "--enable-hierarchical-cache" not in \
+        diag.lever("current").command
     # the given launch fails: a row says so and every lever starts from its repair
     rep = diag.lever("repaired")
     assert rep is not None and "host-oversubscribed" in " ".join(rep.notes)

@@ -182,6 +182,11 @@ class Engine(ABC):
         """Launch flags for the args a log showed (only flags this engine's model knows)."""
         return flags_from_values(args.items(), self.flag_table())
 
+    def inert_flags(self, args: Mapping[str, Any]) -> list[str]:
+        """Flags of the user's command that did nothing in the launch a log shows (their feature shown off): the
+        launch rebuilt from the log leaves them out, so no command kvplan prints carries a figure that never ran."""
+        return []
+
     def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
         """PlanOptions fields from what the log measured that no planner can know in advance; what the log lacks
         is appended to ``missing`` with the estimate used instead."""

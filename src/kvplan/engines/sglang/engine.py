@@ -127,6 +127,11 @@ class SGLangEngine(Engine):
 
         return from_log.log_flags(args)
 
+    def inert_flags(self, args: Mapping[str, Any]) -> list[str]:
+        from kvplan.engines.sglang import from_log
+
+        return from_log.inert_flags(args)
+
     def observed_inputs(self, facts: LogFacts, missing: list[str]) -> dict[str, float]:
         from kvplan.engines.sglang import from_log
 

@@ -20,6 +20,16 @@ def log_flags(args: Mapping[str, Any]) -> list[str]:
     return flags_from_values(args.items(), FLAGS, set(SGLangArgs.__dataclass_fields__) - _NOT_FLAGS)
 
 
+def inert_flags(args: Mapping[str, Any]) -> list[str]:
+    """The ``--hicache-*`` flags when the dump shows ``enable_hierarchical_cache=False``: SGLang builds no host pool
+    then (``scheduler.py::Scheduler.init_memory_pool_and_cache`` makes a HiRadixCache only when
+    ``server_args.enable_hierarchical_cache``: https://github.com/sgl-project/sglang/blob/v0.5.9/python/sglang/srt/
+    managers/scheduler.py), so a user's ``--hicache-size 300`` is not what ran."""
+    if args.get("enable_hierarchical_cache") is not False:
+        return []
+    return [f.name for f in FLAGS if f.key.startswith("hicache_")]
+
+
 def observed_inputs(facts: LogFacts, missing: list[str]) -> dict[str, float]:
     """``free_gib`` (P, the MIN over ranks, as SGLang takes it) and ``weights_gib`` (the MAX) from the log.
 
