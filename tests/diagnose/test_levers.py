@@ -88,5 +88,8 @@ def test_one_launch_planned_twice_is_the_same_launch_whatever_the_host_had_free(
                    host_available_source="this machine's MemAvailable")
     moved = replace(plan, per_node=node)
     assert _same_launch(plan, moved)
+    # what other processes held, read a moment apart (MemTotal - MemAvailable: a CI run saw 537.7 vs 541.2 MB)
+    others = replace(plan, per_node=replace(node, host_others_bytes=537_726_976))
+    assert _same_launch(others, replace(plan, per_node=replace(node, host_others_bytes=541_224_960)))
     other = check(VLLM_CMD.replace("0.85", "0.9"), **GPU, host_mem_gib=100).plan
     assert not _same_launch(plan, other)

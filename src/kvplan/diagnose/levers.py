@@ -172,7 +172,8 @@ def _requests(p: Pricing, kv_tokens: int, mrr: int | None, replicas: int) -> int
     return (min(fit, mrr) if mrr else fit) * replicas
 
 
-MEASURED = ("host_available_bytes", "host_available_gib", "host_available_source")  # the machine, not the launch
+# the machine at the moment of a plan, not the launch: what it had free, and what other processes held
+MEASURED = ("host_available_bytes", "host_available_gib", "host_available_source", "host_others_bytes")
 
 
 def _same_launch(a: Plan, b: Plan) -> bool:
