@@ -80,6 +80,7 @@ def _zombie_children() -> list[int]:
 @pytest.mark.slow
 def test_twenty_rounds_leak_nothing(tmp_path):
     reasons, ids, pids, dirs, late, stops = [], set(), set(), [], [], []
+    load = [os.getloadavg()[0]]
     for i in range(ROUNDS):
         for j, (reason, args, prog) in enumerate(CASES):
             run = launch(tmp_path / f"r{i}-{j}", args, fault(*prog))
@@ -92,12 +93,17 @@ def test_twenty_rounds_leak_nothing(tmp_path):
             grace = float(args[args.index("--grace") + 1]) if "--grace" in args else 1.0
             stops.append((run.event("exit")["stop_s"], grace, prog[0]))
             late.append((_late(run, reason), prog[0]))
+        load.append(os.getloadavg()[0])
     assert reasons == [c[0] for c in CASES] * ROUNDS
     assert len(ids) == ROUNDS * len(CASES)
     assert not _marked(ids)
     assert not [seg for d in dirs for seg in kvtest_segments(pids, d)]
     assert not list(tmp_path.glob("*/state/*.json")), "state files of finished launches must be removed"
     assert not _zombie_children()
-    # kvplan's own part of each run: the abort within 2 s of its condition, the stop within the grace + 1 s
+    # kvplan's own part of each run: the abort within 2 s of its condition, the stop within the grace + 1 s. The stop
+    # is wall time of a full /proc scan, the signals and the children's exit: on a machine with more runnable work
+    # than CPUs each takes its share, so the 1 s stretches by the run's contention, read here (a CI run beside other
+    # work: 2.46 s for a 1 s grace)
     assert all(x is None or x <= MAX_LATENCY_S for x, _ in late), [x for x in late if x[0] and x[0] > MAX_LATENCY_S]
-    assert all(s <= g + 1.0 for s, g, _ in stops), [x for x in stops if x[0] > x[1] + 1.0]
+    slack = 1.0 * max(1.0, max(load) / (os.cpu_count() or 1))
+    assert all(s <= g + slack for s, g, _ in stops), ([x for x in stops if x[0] > x[1] + slack], slack)
