@@ -240,44 +240,10 @@ def run_engine(model_dir: str | os.PathLike, flags: list[str], env: dict[str, st
     Raises EngineError (with the log tail) if the process dies or /health does not answer in time.
     With *smoke_request*, one 4-token /v1/completions request proves the KV cache is usable.
     """
-    py = python or engine_python()
-    port = free_port()
-    argv = [str(py), "-m", API_SERVER, "--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
-            *flags]
-    full_env = {k: v for k, v in os.environ.items() if k not in _SCRUB_ENV}
-    full_env.update(_QUIET_ENV)
-    full_env.update(env or {})
-    run = EngineRun(argv=argv, env=dict(env or {}), log_path=log_path)
-    base = f"http://127.0.0.1:{port}"
-    t0 = time.monotonic()
-    with open(log_path, "w") as log:
-        log.write("ENV " + " ".join(f"{k}={v}" for k, v in (env or {}).items()) + "\nCMD " + " ".join(argv) + "\n")
-        log.flush()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                start_new_session=True, preexec_fn=die_with_parent)
-    try:
-        wait_healthy(proc, base, t0, health_timeout_s, log_path, argv)
-        run.startup_s = time.monotonic() - t0
-        with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
-            run.info = parse_cache_config_info(r.read().decode())
+    with serving(model_dir, flags, env, log_path=log_path, python=python, health_timeout_s=health_timeout_s) as live:
         if smoke_request:
-            body = json.dumps({"model": str(model_dir), "prompt": "Hello", "max_tokens": 4, "temperature": 0}).encode()
-            req = urllib.request.Request(base + "/v1/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
-            try:
-                with urllib.request.urlopen(req, timeout=120) as r:
-                    run.completion = json.loads(r.read())["choices"][0]["text"]
-            except (urllib.error.URLError, OSError, KeyError, ValueError) as e:
-                raise EngineError(f"vLLM came up but a 4-token completion failed: {e!r}\n--- log tail ---\n"
-                                  f"{log_tail(log_path)}") from e
-    finally:
-        stop_group(proc)
-        run.total_s = time.monotonic() - t0
-    text = log_path.read_text(errors="replace")
-    run.log_line = parse_kv_log_line(text)
-    m = _VERSION_LINE.search(text)
-    run.vllm_version = m.group(1) if m else None
-    return run
+            live.run.completion = live.complete(str(model_dir))
+    return live.run
 
 
 @dataclass
