@@ -75,7 +75,7 @@ class RankTerm:
         return {**asdict(self), "gib": round(self.bytes / GiB, 3)}
 
 
-def FeatureTerm(term: str, bytes: int, scope: str, effect: str, source: str) -> RankTerm:  # noqa: N802
+def feature_term(term: str, bytes: int, scope: str, effect: str, source: str) -> RankTerm:
     """A speculative-draft or LoRA term (features.py, terms.py): ``scope`` "per rank" (GPU) or "per rank, host" (an
     upper bound held on the CPU)."""
     host = "host" in scope
