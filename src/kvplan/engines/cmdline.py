@@ -193,11 +193,17 @@ def _table(flags: Sequence[Flag]) -> tuple[dict[str, Flag], list[str]]:
                 table[n] = f
         if len(_TABLES) >= 64:
             _TABLES.clear()
-        hit = _TABLES[id(flags)] = (flags, table, sorted(table))
+        hit = _TABLES[id(flags)] = (flags, table, sorted(table), {f.key: f for f in flags})
     return hit[1], hit[2]
 
 
-_TABLES: dict[int, tuple[Sequence[Flag], dict[str, Flag], list[str]]] = {}
+def _by_key(flags: Sequence[Flag]) -> dict[str, Flag]:
+    """A flag table's canonical key -> its Flag (the last one of a key wins), built once per table."""
+    _table(flags)
+    return _TABLES[id(flags)][3]
+
+
+_TABLES: dict[int, tuple[Sequence[Flag], dict[str, Flag], list[str], dict[str, Flag]]] = {}
 
 
 def flags_from_values(items: Iterable[tuple[str, Any]], flags: Sequence[Flag],
@@ -224,8 +230,7 @@ def rewrite_flags(cmd: LaunchCommand, changes: dict[str, str | None], flags: Seq
 
     ``changes`` maps a canonical flag name (``--hicache-size``) to its new value; "" sets a boolean flag.
     """
-    by_name = {n: f for f in flags for n in (f.name, *f.aliases)}
-    canon = {f.key: f for f in flags}
+    by_name, canon = _table(flags)[0], _by_key(flags)  # read only: shared by every call on this table
     # flags kvplan does not model are matched as written (a misspelt or removed flag the engine would reject)
     literal = {k: v for k, v in changes.items() if k.startswith("-") and k not in by_name
                and any(t == k or t.startswith(k + "=") for t in cmd.args)}

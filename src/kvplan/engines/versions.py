@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import total_ordering
 from typing import Protocol, TypeVar
 
 from kvplan.errors import KvplanError, UnknownVersion
@@ -25,7 +24,6 @@ def _parse(text: str) -> tuple[str, tuple[int, int, int, int, int, int]]:
 _PARSED: dict[str, tuple[str, tuple[int, int, int, int, int, int]]] = {}  # text -> (text, key): parsed once
 
 
-@total_ordering
 class Version:
     """Comparable engine version. ``post`` sorts after the release, ``rc``/``dev`` before it."""
 
@@ -51,6 +49,16 @@ class Version:
 
     def __lt__(self, other: Version) -> bool:
         return self.key < other.key
+
+    # written out rather than derived by total_ordering: a plan compares versions a few dozen times
+    def __le__(self, other: Version) -> bool:
+        return self.key <= other.key
+
+    def __gt__(self, other: Version) -> bool:
+        return self.key > other.key
+
+    def __ge__(self, other: Version) -> bool:
+        return self.key >= other.key
 
     def __hash__(self) -> int:
         return hash(self.key)

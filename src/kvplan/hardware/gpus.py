@@ -141,7 +141,12 @@ CPU_PLATFORM_NAMES = ("cpu",)  # ``--gpu cpu``: no GPU, the engine's CPU build (
 def names_cpu(name: str | None) -> bool:
     """True when ``--gpu`` names the CPU platform rather than a GPU (``--gpu cpu``): a platform alias, not a catalog
     entry; each engine package decides what its CPU build plans (vLLM: ``VLLMArgs.is_cpu``)."""
-    return bool(name) and _norm(str(name)) in {_norm(n) for n in CPU_PLATFORM_NAMES}
+    return bool(name) and _names_cpu(str(name))
+
+
+@lru_cache(maxsize=256)  # asked on every plan with the same few names
+def _names_cpu(name: str) -> bool:
+    return _norm(name) in {_norm(n) for n in CPU_PLATFORM_NAMES}
 
 
 def lookup_gpu(name: str) -> GPU:

@@ -66,7 +66,7 @@ def resolution_note(name: str, entry: dict[str, Any]) -> str | None:
             f"from {entry.get('source')}; pass --model-config for the checkpoint's own)")
 
 
-def _hf_cache_dirs() -> list[Path]:
+def _hf_cache_dirs() -> tuple[Path, ...]:
     """The HF hub cache directories (HF_HUB_CACHE, then HF_HOME/hub), per the environment variables that name them."""
     env = os.environ
     key = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("HOME"))
@@ -80,7 +80,7 @@ def _hf_cache_dirs() -> list[Path]:
         if len(_HF_DIRS) >= 16:
             _HF_DIRS.clear()
         found = _HF_DIRS[key] = tuple(dirs)
-    return list(found)
+    return found
 
 
 _HF_DIRS: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
@@ -92,11 +92,11 @@ def find_in_hf_cache(repo_id: str) -> Path | None:
         return None
     folder = "models--" + repo_id.replace("/", "--")  # one path component
     for root in _hf_cache_dirs():
-        snaps = root / folder / "snapshots"
         try:
-            if not stat.S_ISDIR(stat_mode(os.path.join(str(root), folder, "snapshots"))):
+            snaps = os.path.join(root, folder, "snapshots")  # a string first: most plans stop at this one stat
+            if not stat.S_ISDIR(stat_mode(snaps)):
                 continue
-            found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+            found = sorted(Path(snaps).glob("*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         except OSError:  # a name too long for a cache folder, an unreadable cache: not in the cache
             continue
         if found:
@@ -172,13 +172,13 @@ def resolve_model(model: str | None, model_config: str | None = None) -> ModelSp
         return spec
     if not model:
         raise KvplanError("no model given", "the launch command needs --model-path/--model, or pass --model-config")
-    p = Path(os.path.expanduser(model))
+    p = os.path.expanduser(model)
     try:
         mode = stat_mode(p)
     except OSError as e:
         raise KvplanError(f"model {model!r}: cannot read it ({e.strerror})") from None
-    if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and p.suffix == ".json"):
-        return _spec_from_file(p, name=model)
+    if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and Path(p).suffix == ".json"):
+        return _spec_from_file(Path(p), name=model)
     cached = find_in_hf_cache(model)
     if cached is not None:
         spec = _spec_from_file(cached, name=model)

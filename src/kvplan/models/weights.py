@@ -50,11 +50,11 @@ def checkpoint_dir_of(model: ModelSpec, explicit: str | None = None) -> str | No
     for cand in (explicit, model.source):
         if not cand or "://" in str(cand):
             continue
-        p = Path(os.path.expanduser(str(cand)))
+        p = os.path.expanduser(str(cand))  # strings: a catalog model stops at one stat of a name that is not there
         try:
-            d = p if stat.S_ISDIR(stat_mode(p)) else p.parent
-            if stat.S_ISDIR(stat_mode(d)) and any(d.glob("*.safetensors")):
-                return str(d)
+            d = p if stat.S_ISDIR(stat_mode(p)) else os.path.dirname(p) or "."
+            if stat.S_ISDIR(stat_mode(d)) and any(Path(d).glob("*.safetensors")):
+                return str(Path(d))
         except OSError:
             continue
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from kvplan.engines.cmdline import Flag, LaunchCommand, parse_flags
@@ -129,7 +130,7 @@ class VLLMArgs:
         """Workers (GPU ranks) of one engine: TP × PP. --data-parallel-size starts that many engines."""
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
-    @property
+    @cached_property  # asked a dozen times a plan; a frozen instance's answer never changes (replace() is new)
     def is_cpu(self) -> bool:
         """vLLM-CPU: selected by --device cpu, a VLLM_CPU_KVCACHE_SPACE prefix on the command, or
         ``VLLM_TARGET_DEVICE=cpu``, which picks the CPU platform at run time

@@ -84,17 +84,11 @@ def layer_specs(model: ModelSpec, args: VLLMArgs, block_size: int, kv_bytes: int
         page = block_size * attention_token_bytes(model, tp, hk, kv_bytes)
         return LayerSpec("swa" if kind == "swa" else "full", page, model.sliding_window if kind == "swa" else None)
 
-    stages = []
     kinds = model.layer_kinds
-    for rng in pp_layer_ranges(model.num_layers, args.pipeline_parallel_size):
-        specs = []
-        for i in rng:
-            s = one.get(kinds[i])
-            if s is None:
-                s = one[kinds[i]] = spec(kinds[i])
-            specs.append(s)
-        stages.append(specs)
-    return stages
+    ranges = pp_layer_ranges(model.num_layers, args.pipeline_parallel_size)
+    for kind in set(kinds[ranges[0].start:ranges[-1].stop]):  # the ranges are contiguous: each kind sized once
+        one[kind] = spec(kind)
+    return [[one[kinds[i]] for i in rng] for rng in ranges]
 
 
 def _exact(available: int, source: str, weights_bytes: int) -> Budget:

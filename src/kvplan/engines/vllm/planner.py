@@ -270,9 +270,9 @@ def _build_plan(engine_name: str, cmd: LaunchCommand, options: PlanOptions, args
 def _request_bytes(stage: list[LayerSpec], block: int, max_len: int, in_flight: int) -> int:
     """Σ over the stage's layers of blocks_per_request × page_bytes: one full request's KV on a rank (layers of one
     kind share one spec, ``memory.layer_specs``: each distinct spec is sized once and counted)."""
-    counts = Counter(map(id, stage))
-    if len(counts) == 1:  # every layer alike
+    if stage.count(stage[0]) == len(stage):  # every layer alike (the common case, counted at C speed)
         return stage[0].blocks_per_request(block, max_len, in_flight) * stage[0].page_bytes * len(stage)
+    counts = Counter(map(id, stage))
     distinct = {id(s): s for s in stage}
     return sum(s.blocks_per_request(block, max_len, in_flight) * s.page_bytes * counts[i]
                for i, s in distinct.items())
