@@ -113,6 +113,13 @@ def cfg_llama_load():
     return _llama_cfg(2, hidden=512, intermediate=1408, layers=8, heads=8, head_dim=64)
 
 
+def cfg_llama_deep():
+    """Llama, MQA, a second shape for load tests (benchmarks/sim_matrix.py): 16 layers, hidden 256, 4 q heads and
+    1 kv head of 64 (~14 M parameters): twice the layers of ``llama_load`` at a quarter of the width, so a step's
+    fixed per-layer cost weighs more than its compute."""
+    return _llama_cfg(1, hidden=256, intermediate=704, layers=16, heads=4, head_dim=64)
+
+
 def cfg_llama_mha():
     """Llama, MHA: 4 layers, 4 q heads, 4 kv heads, head_dim 32."""
     return _llama_cfg(4)
@@ -274,6 +281,7 @@ def cfg_qwen3_next():
 MODELS: dict[str, Callable[[], Any]] = {
     "llama_gqa": cfg_llama_gqa,
     "llama_load": cfg_llama_load,
+    "llama_deep": cfg_llama_deep,
     "llama_mha": cfg_llama_mha,
     "llama_mqa": cfg_llama_mqa,
     "qwen3": cfg_qwen3,

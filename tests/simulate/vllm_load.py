@@ -67,6 +67,7 @@ class Config:
     # their number (or its running cap) for many one-second stats intervals, whatever the machine's speed
     phases: tuple[tuple[int, float], ...] = ((6, 1.0), (18, 0.0))
     seed: int = 0
+    model: str = "llama_load"  # scripts/tiny_models.py's name of the model it serves
 
     def send_times(self) -> list[float]:
         """When request i is due: a slow phase (few running) then a fast one (the running cap), so one run shows
@@ -107,6 +108,7 @@ class RealRun:
     startup_s: float = 0.0
     sent: list[Sent] = field(default_factory=list)
     probes_tps: list[float] = field(default_factory=list)  # the ruler's rate before and after the load
+    preemptions: int | None = None  # vllm:num_preemptions_total after the load (the probes preempt nothing)
 
     @property
     def probe_tps(self) -> float:
@@ -226,6 +228,21 @@ def _client(port: int, model: str, cfg: Config, outs: list[int], due: list[float
             run.sent.append(s)
 
 
+def _preemptions(port: int) -> int | None:
+    """``vllm:num_preemptions_total`` from /metrics (v1/metrics/loggers.py), None when it cannot be read."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read(16 << 20).decode(errors="replace")
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+    total = [float(line.rsplit(None, 1)[-1]) for line in text.splitlines()
+             if line.startswith("vllm:num_preemptions_total")]
+    return int(sum(total)) if total else None
+
+
 def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900.0) -> RealRun:
     port = free_port()
     argv = [str(engine_python()), "-m", API_SERVER, "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
@@ -245,6 +262,7 @@ def run_config(model: Path, cfg: Config, log_path: Path, deadline_s: float = 900
         send_load(port, str(model), cfg, run, deadline_s)
         ends = [s.sent_s + s.latency_s for s in run.ok]
         run.load_s = (max(ends) - min(s.sent_s for s in run.ok)) if ends else 0.0
+        run.preemptions = _preemptions(port)
         run.probes_tps.append(_probe(port, str(model), 1))
         time.sleep(1.5)  # the last stats line
     finally:
