@@ -48,6 +48,13 @@ class WeightsPlan:
         return cls(nbytes, notes, nbytes, nbytes)
 
     @classmethod
-    def estimated(cls, nbytes: int, notes: tuple[str, ...], tensors_exact: bool) -> WeightsPlan:
-        spread = int(CONTEXT_BAND_GIB * GiB) + (0 if tensors_exact else int(SYNTH_BAND_FRACTION * nbytes))
+    def estimated(cls, nbytes: int, notes: tuple[str, ...], tensors_exact: bool,
+                  observed_fraction: float | None = None) -> WeightsPlan:
+        """± ``observed_fraction`` of the bytes when the engine has one from real logs (``engines.spreads``
+        ``weights``: the quantile of |error| over the corpus logs, estimates from config.json, so an upper bound
+        for tensors read from headers too), else the hand-read ``CONTEXT_BAND_GIB`` (+ ``SYNTH_BAND_FRACTION``)."""
+        if observed_fraction is not None:
+            spread = int(observed_fraction * nbytes)
+        else:
+            spread = int(CONTEXT_BAND_GIB * GiB) + (0 if tensors_exact else int(SYNTH_BAND_FRACTION * nbytes))
         return cls(nbytes, notes, max(0, nbytes - spread), nbytes + spread)
