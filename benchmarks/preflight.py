@@ -2,7 +2,7 @@
 ``kvplan check`` from the command alone — no figure of the log is fed in — and compared with the KV capacity
 the engine then logged.
 
-    python benchmarks/preflight.py [--corpus DIR ...] [--json]
+    python benchmarks/preflight.py [--corpus DIR ...] [--json] [--write-spreads]
 
 ``--corpus`` may be given more than once; the default is ../shared/logcorpus (the development corpus).
 ``--corpus tests/data/preflight`` is the held-out corpus of public launches nobody tuned kvplan for (its README);
@@ -16,6 +16,9 @@ half that; the same figures leave-one-out (``preflight_loo``: each log planned a
 feeds refitted without it; logs feeding a fixed, hand-read figure are not scored there); and the per-component
 table (``preflight_components``: weights, baseline, activation peak, graphs, non-torch, KV memory, KV tokens per
 engine-version range, against every log that prints the component).
+
+``--write-spreads`` rewrites ``src/kvplan/engines/spreads.json`` (the per-component errors the band's spreads are
+taken from, ``preflight_spreads``) from the corpora given, then prints the figures with the new table.
 """
 
 from __future__ import annotations
@@ -188,8 +191,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", action="append", help="corpus directory (repeatable); default ../shared/logcorpus")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write-spreads", action="store_true",
+                    help="rewrite src/kvplan/engines/spreads.json from these corpora (both, for the shipped table)")
     a = ap.parse_args()
     corpora = [Path(c) for c in (a.corpus or [str(DEFAULT_CORPUS)])]
+    if a.write_spreads:
+        from preflight_spreads import write
+
+        from kvplan.engines import spreads
+
+        print(write(corpora))
+        spreads._table.cache_clear()
+        spreads.spread.cache_clear()
     results = [(corpus, *run_corpus(corpus)) for corpus in corpora]
     if a.json:
         print(json.dumps({str(c): {"rows": rows, "in_sample": figures(rows), "leave_one_out_rows": loo,

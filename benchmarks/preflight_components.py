@@ -49,14 +49,11 @@ def _logged(obs: dict, keys: tuple[str, ...]) -> float | None:
 
 
 def version_range(engine: str, version: str) -> str:
-    """The engine-version range a case's error is reported under (V0 / V1 eras, the 0.21 profiling change)."""
-    try:
-        minor = int(str(version).split(".")[1])
-    except (IndexError, ValueError):
-        return "?"
-    if engine == "vllm":
-        return "0.6-0.7 (V0)" if minor < 8 else "0.8-0.10" if minor < 11 else "0.11-0.20" if minor < 21 else "0.21+"
-    return "0.4" if str(version).startswith("0.4") else "0.5"
+    """The engine-version range a case's error is reported under: the ranges the band's spreads are kept under
+    (``kvplan.engines.spreads.version_range``)."""
+    from kvplan.engines.spreads import version_range as spreads_range
+
+    return spreads_range(engine, version)
 
 
 def component_errors(case: dict, plan: dict, tokens_row: dict) -> list[dict]:

@@ -8,6 +8,8 @@ calibration data.
   points whose source is the log's (``baseline._fit``), as ``baseline.residuals(leave_one_out=True)`` does.
 - ``hardware/gpus.json`` ``torch_total_*`` (vLLM's torch-visible total per GPU): the GPU's own figure is dropped
   and the generic ``TORCH_TOTAL_RESERVE`` used, as for an uncatalogued GPU.
+- ``engines/spreads.json`` (each estimated term's spread, a quantile of its errors on the corpus logs): every
+  spread taken without the log's own observations (``spreads.excluding``), so a log never sets its own band.
 - Any other calibration module citing the log (``engines/*/calibration.py``, ``load_calibration.py``): its figures
   are fixed numbers read by hand from a few sources, not refittable; the log is then left out of the leave-one-out
   figure and counted as such ("fixed"), never scored in-sample.
@@ -118,6 +120,13 @@ def _torch_total_without(gpus: list[str]) -> Iterator[None]:
 REFITTABLE = ("engines/sglang/baseline_data.py", "hardware/gpus.json")
 
 
+def feeds_spreads(case: dict) -> bool:
+    """Whether ``engines/spreads.json`` holds an observation of this case."""
+    from kvplan.engines import spreads
+
+    return any(o["case"] == case.get("id") for e in spreads._table().values() for o in e["observations"])
+
+
 def loo_row(case: dict, run: Callable[[], dict | None]) -> dict | None:
     """``run()`` (the benchmark's own case runner) with this case's calibrations refitted without it; the row gets
     ``loo``: "held-out" (feeds nothing), "refit" (refitted), or "fixed: <module>" (not refittable: not scored)."""
@@ -126,8 +135,11 @@ def loo_row(case: dict, run: Callable[[], dict | None]) -> dict | None:
     if fixed:
         row = run()
         return None if row is None else dict(row, loo="fixed: " + ", ".join(fixed), error_pct=None)
+    from kvplan.engines import spreads
+
     keys = source_keys(str(case.get("source") or ""))
     with contextlib.ExitStack() as stack:
+        stack.enter_context(spreads.excluding(frozenset({str(case.get("id"))})))
         if "engines/sglang/baseline_data.py" in fed:
             try:
                 stack.enter_context(_sglang_baseline_without(keys))
@@ -137,4 +149,4 @@ def loo_row(case: dict, run: Callable[[], dict | None]) -> dict | None:
         if "hardware/gpus.json" in fed:
             stack.enter_context(_torch_total_without(fed["hardware/gpus.json"]))
         row = run()
-    return None if row is None else dict(row, loo="refit" if fed else "held-out")
+    return None if row is None else dict(row, loo="refit" if fed or feeds_spreads(case) else "held-out")

@@ -13,6 +13,7 @@ from kvplan.engines.cmdline import split_command
 from kvplan.engines.sglang.args import parse_sglang
 from kvplan.engines.sglang.memory import kv_tokens_band, plan_gpu
 from kvplan.engines.sglang.rules import rules_for
+from kvplan.engines.spreads import residual_fraction
 from kvplan.hardware.cluster import resolve_cluster
 from kvplan.models.catalog import resolve_model
 from kvplan.models.weights_band import MODEL_RESIDUAL_FRACTION
@@ -46,7 +47,7 @@ def replanned_band(model, args, cluster, rules, version, gpu) -> tuple[int, int]
 
     down = [gpu.kv_tokens - tokens(gpu.baseline_free_low_bytes, w0), gpu.kv_tokens - tokens(p0, gpu.weights_high_bytes)]
     up = [tokens(gpu.baseline_free_high_bytes, w0) - gpu.kv_tokens, tokens(p0, gpu.weights_low_bytes) - gpu.kv_tokens]
-    resid = int(MODEL_RESIDUAL_FRACTION * gpu.kv_tokens)
+    resid = int(residual_fraction("sglang", MODEL_RESIDUAL_FRACTION) * gpu.kv_tokens)  # engines/spreads.json
     lo = gpu.kv_tokens - int(math.sqrt(sum(max(0, d) ** 2 for d in down + [resid])))
     hi = gpu.kv_tokens + int(math.sqrt(sum(max(0, u) ** 2 for u in up + [resid])))
     return max(0, lo), hi

@@ -22,6 +22,7 @@ from kvplan.engines.sglang.pd import plan_pd
 from kvplan.engines.sglang.req_pool import req_pool
 from kvplan.engines.sglang.rules import SGLangRules, mla_layout_problem
 from kvplan.engines.sglang.speculative import SpecPlan, plan_speculative
+from kvplan.engines.spreads import residual_fraction
 from kvplan.errors import KvplanError
 from kvplan.hardware.cluster import Cluster
 from kvplan.models.spec import ModelSpec
@@ -270,7 +271,8 @@ def kv_tokens_band(gpu: GpuPool) -> tuple[int, int]:
     """(low, high) KV tokens per rank: the pool sized (``PoolSizing.size``, the plan's own arithmetic) with P at its
     low end and the weights at their high end, then the reverse (``rest = P × mfs − W`` is monotone in both); each
     input moved alone, their token differences added in quadrature with the residual the terms leave unexplained
-    (``MODEL_RESIDUAL_FRACTION`` of the tokens):
+    (``engines.spreads`` ``residual``: the quantile of it over the logs that print P, W and the K+V size;
+    ``MODEL_RESIDUAL_FRACTION`` without enough logs; a fraction of the tokens):
 
         lo = tokens − sqrt(Σ max(0, tokens − tokens(P_lo, W), tokens − tokens(P, W_hi), resid)²)
         hi = tokens + sqrt(Σ max(0, tokens(P_hi, W) − tokens, tokens(P, W_lo) − tokens, resid)²)
@@ -287,7 +289,7 @@ def kv_tokens_band(gpu: GpuPool) -> tuple[int, int]:
     # quadrature
     down = [gpu.kv_tokens - tokens(gpu.baseline_free_low_bytes, w0), gpu.kv_tokens - tokens(p0, gpu.weights_high_bytes)]
     up = [tokens(gpu.baseline_free_high_bytes, w0) - gpu.kv_tokens, tokens(p0, gpu.weights_low_bytes) - gpu.kv_tokens]
-    resid = int(MODEL_RESIDUAL_FRACTION * gpu.kv_tokens)  # models.weights_band: what the terms leave unexplained
+    resid = int(residual_fraction("sglang", MODEL_RESIDUAL_FRACTION) * gpu.kv_tokens)  # what P and W leave unexplained
     lo = gpu.kv_tokens - int(math.sqrt(sum(max(0, d) ** 2 for d in down + [resid])))
     hi = gpu.kv_tokens + int(math.sqrt(sum(max(0, u) ** 2 for u in up + [resid])))
     return max(0, lo), hi

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.engines.sglang.capability import device_capability, quant_refusal
 from kvplan.engines.sglang.eplb import expert_layout
+from kvplan.engines.spreads import observed_weights_fraction
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
@@ -373,7 +374,7 @@ def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
                            gpu_name)
     refusal = quant_refusal(model, gpu_name, version)
     notes = (refusal, *est.assumptions) if refusal else est.assumptions
-    return WeightsPlan.estimated(est.bytes_per_rank, notes, est.exact)
+    return WeightsPlan.estimated(est.bytes_per_rank, notes, est.exact, observed_weights_fraction("sglang"))
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvplan.engines import spreads
 from kvplan.engines.versions import Version
 from kvplan.engines.vllm import calibration as cal
 from kvplan.engines.vllm.args import VLLMArgs
@@ -96,8 +97,21 @@ def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool) ->
     return env.strip() not in ("0", "", "false", "False")
 
 
-def _rss(spreads: list[int]) -> int:
-    return int(math.sqrt(sum(float(max(0, x)) ** 2 for x in spreads)))
+def _rss(parts: list[int]) -> int:
+    return int(math.sqrt(sum(float(max(0, x)) ** 2 for x in parts)))
+
+
+def observed(term: BudgetTerm, version: str) -> BudgetTerm:
+    """The term with its range set to value ± its spread on real logs (``engines.spreads``: a high quantile of
+    the component's errors over the corpus logs that print it, in this version range) when there are enough logs;
+    else as the calibration's hand-read range has it."""
+    s = spreads.spread("vllm", term.name, version)
+    if s is None or not term.estimated:
+        return term
+    d = s.bytes_of(term.bytes)
+    return BudgetTerm(term.name, term.bytes, max(0, term.bytes - d), term.bytes + d,
+                      f"{term.source}; range ± {d / GiB:.2f} GiB: the {spreads.QUANTILE:.0%} quantile of the error on "
+                      f"{s.n} logs (engines/spreads.json)")
 
 
 def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: float, cudagraph_default: bool,
@@ -114,10 +128,10 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
     w_hi = weights_bytes if p.weights_high_bytes is None else p.weights_high_bytes
     terms.append(BudgetTerm("weights", weights_bytes, w_lo, w_hi, "weights per rank (input)"))
     act = activation_peak(model, p.batch, args.tensor_parallel_size, p.kind, p.version, p.act_bytes)
-    terms.append(BudgetTerm("activation-peak", act.bytes, act.low_bytes, act.high_bytes,
-                            f"{act.detail}; batch from {p.batch.source}"))
+    terms.append(observed(BudgetTerm("activation-peak", act.bytes, act.low_bytes, act.high_bytes,
+                                     f"{act.detail}; batch from {p.batch.source}"), p.version))
     nt, nt_src = non_torch(p, args.world_size, link_class(cluster.gpu_name)[1])
-    terms.append(BudgetTerm("non-torch", *nt, f"{regime(p)} accounting: {nt_src}"))
+    terms.append(observed(BudgetTerm("non-torch", *nt, f"{regime(p)} accounting: {nt_src}"), p.version))
     graphs = 0
     if graphs_applied(p, args, cudagraph_default):
         g = cal.CUDAGRAPH_ESTIMATE.bytes()
@@ -138,7 +152,7 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
     available = requested - sum(t.bytes for t in costs)
     # the band: the terms' errors are independent (different code paths and logs), so their spreads add in
     # quadrature rather than all at their worst end at once
-    resid = int(MODEL_RESIDUAL_FRACTION * max(0, available))
+    resid = int(spreads.residual_fraction("vllm", MODEL_RESIDUAL_FRACTION) * max(0, available))
     low = available - _rss([requested - req_lo, resid] + [t.high_bytes - t.bytes for t in costs])
     high = available + _rss([req_hi - requested, resid] + [t.bytes - t.low_bytes for t in costs])
     non_kv = weights_bytes + act.bytes + nt[0]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvplan.engines.spreads import observed_weights_fraction
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
@@ -273,7 +274,7 @@ def plan_weights(model: ModelSpec, args, gpu_name: str | None, version: str,
         return WeightsPlan.given(b, (f"weights {gib_str(b)} GiB per rank from --weights-gib (per rank)",))
     platform = "cpu" if getattr(args, "is_cpu", False) else platform_of(gpu_name)
     est = estimate_weights(model, args, platform, version, checkpoint_dir_of(model, args.model), gpu_name)
-    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact)
+    return WeightsPlan.estimated(est.bytes_per_rank, est.assumptions, est.exact, observed_weights_fraction("vllm"))
 
 
 def model_weights_bytes(model: ModelSpec, args, gpu_name: str | None, version: str) -> int | None:
