@@ -17,9 +17,10 @@
 CUDA graphs: V1 subtracts ``profile_cudagraph_memory()`` when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` is on
 (default from 0.20, ``rules.cudagraph_estimate_default``) and the V1 model runner estimates them; earlier, and with
 Model Runner V2 before 0.29 (``runner_v2.py``), graphs are captured after the KV cache and lie outside the budget.
-From 0.33 the "peak activation" of the ``--kv-cache-memory`` suggestion line includes that estimate
-(``gpu_worker.py::determine_available_memory``: ``peak_activation_memory = transient_peak_headroom +
-cudagraph_memory_estimate_applied``, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_worker.py).
+From 0.27.0 (read in the 0.27.0, 0.27.1 and 0.33.0 wheels; 0.26.0 prints the torch peak alone) the "peak activation"
+of the ``--kv-cache-memory`` suggestion line includes that estimate (``gpu_worker.py::determine_available_memory``:
+``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied``,
+https://github.com/vllm-project/vllm/blob/v0.27.0/vllm/v1/worker/gpu_worker.py).
 """
 
 from __future__ import annotations
