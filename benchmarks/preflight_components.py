@@ -3,7 +3,8 @@ prints it, per engine-version range. All figures per rank (GiB; SGLang's "GB" an
 
 Logged keys (``observed`` in cases.jsonl) -> the plan's figure:
 
-- vLLM: weights (``Model loading took``) -> ``kv_budget_terms`` weights; activation peak -> activation-peak;
+- vLLM: weights (``Model loading took``) -> ``kv_budget_terms`` weights; activation peak -> activation-peak (plus
+  cudagraph-estimate from 0.27, whose printed peak includes the applied estimate);
   non-torch -> non-torch; CUDA-graph estimate (0.21+ profiling) -> cudagraph-estimate; ``Available KV cache
   memory`` -> ``settings.kv_budget_bytes_per_rank``.
 - SGLang: ``Load weight begin. avail mem`` (baseline T) -> ``per_rank.baseline_free_bytes``; ``Load weight end ...
@@ -56,6 +57,19 @@ def version_range(engine: str, version: str) -> str:
     return spreads_range(engine, version)
 
 
+def _logs_activation_with_graphs(tokens_row: dict) -> bool:
+    """From 0.27.0 the 'peak activation' vLLM prints is ``transient_peak_headroom + cudagraph_memory_estimate_applied``
+    (``gpu_worker.py::determine_available_memory``,
+    https://github.com/vllm-project/vllm/blob/v0.27.0/vllm/v1/worker/gpu_worker.py); before, the torch peak alone."""
+    from kvplan.engines.versions import Version
+    from kvplan.errors import KvplanError
+
+    try:
+        return Version(str(tokens_row.get("version"))) >= Version("0.27.0")
+    except KvplanError:
+        return False
+
+
 def component_errors(case: dict, plan: dict, tokens_row: dict) -> list[dict]:
     """(component, logged GiB, predicted GiB, band) rows of one planned case."""
     obs, out = case.get("observed") or {}, []
@@ -76,7 +90,11 @@ def component_errors(case: dict, plan: dict, tokens_row: dict) -> list[dict]:
                 continue
             t = terms.get(VLLM_TERMS[comp])
             if t is not None:
-                add(comp, _logged(obs, keys), t["bytes"], (t["low_bytes"], t["high_bytes"]))
+                lo, mid, hi = t["low_bytes"], t["bytes"], t["high_bytes"]
+                g = terms.get("cudagraph-estimate")
+                if comp == "activation" and g is not None and _logs_activation_with_graphs(tokens_row):
+                    lo, mid, hi = lo + g["low_bytes"], mid + g["bytes"], hi + g["high_bytes"]
+                add(comp, _logged(obs, keys), mid, (lo, hi))
     else:
         for comp, keys in SGLANG_KEYS.items():
             logged = _logged(obs, keys)

@@ -29,11 +29,24 @@ def _names(plan):
     ("0.33.0", [], ["--enforce-eager"], False),
     ("0.33.0", ["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0"], [], False),
     ("0.18.0", ["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"], [], True),
+    # Model Runner V2 (dense Llama: default from 0.23) estimates no graph memory before 0.29 (runner_v2.py)
+    ("0.22.0", [], [], True),
+    ("0.23.0", [], [], False),
+    ("0.26.0", [], [], False),
+    ("0.27.1", ["VLLM_USE_V2_MODEL_RUNNER=0"], [], True),
+    ("0.29.0", [], [], True),
 ])
 def test_cudagraph_term_follows_the_version_and_flags(version, prefix, extra, graphs):
     p = _plan([*prefix, *CMD, *extra], version)
     assert ("cudagraph-estimate" in _names(p)) is graphs
     assert p.settings.kv_budget_exact is False
+
+
+@pytest.mark.parametrize("model, graphs", [("Qwen/Qwen3-30B-A3B", True), ("Qwen/Qwen3-8B", False)])
+def test_model_runner_v2_default_is_dense_only_in_0_27(model, graphs):
+    """0.27 ``_is_default_v2_model_runner_model``: a MoE outside the V2 list keeps the V1 runner and its estimate."""
+    p = _plan(["vllm", "serve", model, "--max-model-len", "8192"], "0.27.1")
+    assert ("cudagraph-estimate" in _names(p)) is graphs
 
 
 def test_terms_add_up_and_range_brackets_the_value():

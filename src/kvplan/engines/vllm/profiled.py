@@ -15,10 +15,12 @@
   during loading and the profile run.
 
 CUDA graphs: V1 subtracts ``profile_cudagraph_memory()`` when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` is on
-(default from 0.20, ``rules.cudagraph_estimate_default``); earlier, graphs are captured after the KV cache and lie
-outside the budget. From 0.33 the "peak activation" of the ``--kv-cache-memory`` suggestion line includes that
-estimate (``gpu_worker.py::determine_available_memory``: ``peak_activation_memory = transient_peak_headroom +
-cudagraph_memory_estimate_applied``, https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/worker/gpu_worker.py).
+(default from 0.20, ``rules.cudagraph_estimate_default``) and the V1 model runner estimates them; earlier, and with
+Model Runner V2 before 0.29 (``runner_v2.py``), graphs are captured after the KV cache and lie outside the budget.
+From 0.27.0 (read in the 0.27.0, 0.27.1 and 0.33.0 wheels; 0.26.0 prints the torch peak alone) the "peak activation"
+of the ``--kv-cache-memory`` suggestion line includes that estimate (``gpu_worker.py::determine_available_memory``:
+``peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied``,
+https://github.com/vllm-project/vllm/blob/v0.27.0/vllm/v1/worker/gpu_worker.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from kvplan.engines import spreads
 from kvplan.engines.versions import Version
 from kvplan.engines.vllm import calibration as cal
+from kvplan.engines.vllm import runner_v2
 from kvplan.engines.vllm.args import VLLMArgs
 from kvplan.engines.vllm.profile import Batch, activation_peak
 from kvplan.engines.vllm.terms import Budget, BudgetTerm
@@ -88,8 +91,8 @@ def non_torch(p: ProfileInputs, tp_world: int, link: str = "unknown") -> tuple[t
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2]), f"CUDA context ({ctx.source}) + TP > 1 buffers ({snap.source})"
 
 
-def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool) -> bool:
-    if p.kind != "v1" or args.enforce_eager:
+def graphs_applied(p: ProfileInputs, args: VLLMArgs, cudagraph_default: bool, model: ModelSpec) -> bool:
+    if p.kind != "v1" or args.enforce_eager or runner_v2.skips_cudagraph_estimate(p.version, model, args):
         return False
     env = args.env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
     if env is None or Version(p.version) < Version("0.18.0"):  # the variable exists from 0.18.0 (PR #30515)
@@ -133,7 +136,7 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
     nt, nt_src = non_torch(p, args.world_size, link_class(cluster.gpu_name)[1])
     terms.append(observed(BudgetTerm("non-torch", *nt, f"{regime(p)} accounting: {nt_src}"), p.version))
     graphs = 0
-    if graphs_applied(p, args, cudagraph_default):
+    if graphs_applied(p, args, cudagraph_default, model):
         g = cal.CUDAGRAPH_ESTIMATE.bytes()
         graphs = g[0]
         terms.append(BudgetTerm("cudagraph-estimate", *g, f"{cal.CUDAGRAPH_ESTIMATE.what} "
@@ -163,7 +166,9 @@ def profiled_budget(model: ModelSpec, args: VLLMArgs, cluster: Cluster, gmu: flo
             notes.append(f"{t.name} ≈ {t.bytes / GiB:.2f} GiB, estimated (range {t.low_bytes / GiB:.2f}-"
                          f"{t.high_bytes / GiB:.2f} GiB): {t.source}")
     if not graphs and p.kind == "v1" and not args.enforce_eager:
-        notes.append("CUDA graphs are captured after the KV cache in this version (outside the budget)")
+        notes.append("CUDA graphs are captured after the KV cache (outside the budget): Model Runner V2 estimates "
+                     "no graph memory before 0.29" if runner_v2.skips_cudagraph_estimate(p.version, model, args)
+                     else "CUDA graphs are captured after the KV cache in this version (outside the budget)")
     notes.append(f"KV budget range {max(0, low) / GiB:.2f}-{max(0, high) / GiB:.2f} GiB per rank; a startup log's "
                  "'Available KV cache memory' replaces every estimate, --kv-cache-memory-bytes pins it")
     return Budget(available, f"ceil(total × {gmu:g}) − weights − activation − non-torch"
