@@ -83,6 +83,12 @@ class Engine(ABC):
     # shows the pool allocated contradicts them (kvplan explain reports them as info on that log)
     startup_refusals: ClassVar[tuple[str, ...]] = ()
 
+    # ---- calibration data ----
+    def spread_era(self, version: str | None) -> str:
+        """The engine-version range under which a budget term's error on real logs is kept (engines/spreads.json):
+        versions whose memory accounting differs are kept apart; "?" when the version does not parse."""
+        return "?"
+
     # ---- a launch ----
     def matches(self, cmd: LaunchCommand) -> bool:
         """True when ``cmd`` runs this engine (``python -m <module>`` or ``<cli> serve``)."""

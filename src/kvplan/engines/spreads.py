@@ -55,15 +55,18 @@ class Spread:
 
 
 def version_range(engine: str, version: str | None) -> str:
-    """The engine-version range an error is kept under (vLLM: V0, the V1 snapshot eras, the 0.11 after-init
-    snapshot, the 0.21 profiling change; SGLang: 0.4 / 0.5); "?" when the version does not parse."""
+    """The engine-version range an error is kept under: the engine's own eras (``Engine.spread_era``)."""
+    from kvplan.engines import get_engine
+
+    return get_engine(engine).spread_era(version)
+
+
+def minor_of(version: str | None) -> int | None:
+    """The minor number of ``0.X...`` (None when it does not parse): what the engines' eras are cut by."""
     try:
-        minor = int(str(version).split(".")[1])
+        return int(str(version).split(".")[1])
     except (IndexError, ValueError):
-        return "?"
-    if engine == "vllm":
-        return "0.6-0.7 (V0)" if minor < 8 else "0.8-0.10" if minor < 11 else "0.11-0.20" if minor < 21 else "0.21+"
-    return "0.4" if str(version).startswith("0.4") else "0.5"
+        return None
 
 
 def quantile(values: list[float], q: float = QUANTILE) -> float:

@@ -71,6 +71,14 @@ class SGLangEngine(Engine):
     info_paths = server.INFO_PATHS
     metrics = server.METRICS
 
+    def spread_era(self, version: str | None) -> str:
+        """0.4 and 0.5 (their memory accounting differs: engines/sglang/calibration.py)."""
+        from kvplan.engines.spreads import minor_of
+
+        if minor_of(version) is None:
+            return "?"
+        return "0.4" if str(version).startswith("0.4") else "0.5"
+
     def parse(self, cmd: LaunchCommand) -> SGLangArgs:
         return parse_sglang(cmd)
 

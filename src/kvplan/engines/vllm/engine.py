@@ -43,6 +43,16 @@ class VLLMEngine(Engine):
     startup_phases = launch.PHASES
     log_signature = launch.SIGNATURE
     process_titles = launch.PROCESS_TITLES
+
+    def spread_era(self, version: str | None) -> str:
+        """V0 (0.6-0.7), the V1 snapshot eras (0.8-0.10), the after-init snapshot (0.11-0.20), the profiling
+        change of 0.21 (engines/vllm/profiled.py)."""
+        from kvplan.engines.spreads import minor_of
+
+        minor = minor_of(version)
+        if minor is None:
+            return "?"
+        return "0.6-0.7 (V0)" if minor < 8 else "0.8-0.10" if minor < 11 else "0.11-0.20" if minor < 21 else "0.21+"
     shm_prefixes = launch.SHM_PREFIXES
     image_entrypoints = deploy.ENTRYPOINTS
     image_hints = deploy.IMAGE_HINTS
