@@ -60,16 +60,32 @@ def test_lora_buffers_by_hand():
 
 
 def test_outside_the_release_read_the_features_warn():
-    r = plan(*LORA, version="0.8.0")
+    r = plan(*LORA, version="0.7.3")  # V0 before 0.8: not read
     assert "unmodeled-memory" in ids(r) and "unknown-flags" not in ids(r)
     r = plan("--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}')
     assert "unmodeled-memory" in ids(r)
 
 
-def test_releases_read_agree_and_v0_warns():
+def test_releases_read_agree_and_v0_builds_the_same_buffers():
     # 0.10.2 builds the same head (draft_vocab_size set: its own 32k lm_head in both) and the same LoRA buffers
     assert terms(plan(*SPEC, version="0.10.2"))["draft_weights"] == 849_635_328
     assert terms(plan(*LORA, version="0.8.5"))["lora_buffers"] == 1_505_230_848
-    # the V0 engine (VLLM_USE_V1=0) is not read: the launch keeps the warning
-    r = check(["VLLM_USE_V1=0", *VLLM, *LORA], engine_version="0.10.2", gpu="h100")
-    assert "unmodeled-memory" in ids(r) and not r.plan.per_rank.feature_terms
+    # the V0 engine (VLLM_USE_V1=0; read in 0.8.0 and 0.8.2: worker/model_runner.py::load_model wraps the model in
+    # create_lora_manager inside the memory profiler, the warm-up adapters live on the CPU): the same buffers
+    for version in ("0.8.0", "0.8.2", "0.10.2"):
+        r = check(["VLLM_USE_V1=0", *VLLM, *LORA], engine_version=version, gpu="h100")
+        assert r.plan.settings.engine_kind == "v0", version
+        assert terms(r)["lora_buffers"] == 1_505_230_848, version
+        assert "unmodeled-memory" not in ids(r), version
+
+
+def test_lora_buffers_at_tp4_by_hand():
+    # Llama-3.1-8B, 4 slots of rank 64, bf16, TP4 (column-parallel qkv/gate_up: A whole, B sharded; row-parallel
+    # o/down: A sharded, B whole), per layer in elements:
+    #   qkv A 3·4·64·4096 = 3,145,728 + B 4·(1024 + 256 + 256)·64 = 393,216; o A 4·64·1024 = 262,144 + B 4·4096·64 =
+    #   1,048,576; gate_up A 2·4·64·4096 = 2,097,152 + B 2·4·3584·64 = 1,835,008; down A 4·64·3584 = 917,504 + B
+    #   4·4096·64 = 1,048,576: 10,747,904 el × 2 B × 32 layers                            = 687,865,856
+    #   embed_tokens and logits as at TP1 (76,283,904 each: not sharded)                 = 152,567,808
+    #   base model rows: ceil(1024 / 4) + ceil(256 / 4) = 320 rows × 4096 × 2 B           =   2,621,440
+    r = check(["VLLM_USE_V1=0", *VLLM, *LORA, "--tensor-parallel-size", "4"], engine_version="0.8.2", gpu="h100")
+    assert terms(r)["lora_buffers"] == 687_865_856 + 152_567_808 + 2_621_440 == 843_055_104

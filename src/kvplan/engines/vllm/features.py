@@ -72,7 +72,7 @@ def plan_features(model: ModelSpec, args: VLLMArgs, version: str, kind: str, dty
             unmodeled.append(SPEC_UNMODELED)
     lora = None
     if args.enable_lora and not args.no_enable_lora:
-        lora = plan_lora(model, args, version, dtype_bytes) if kind != "v0" else None
+        lora = plan_lora(model, args, version, dtype_bytes)  # V0 and V1 build the same buffers (lora.py)
         if lora is None:
             unmodeled.append(LORA_UNMODELED)
     return Features(draft, lora, tuple(unmodeled))

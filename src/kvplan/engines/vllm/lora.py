@@ -1,7 +1,11 @@
 """vLLM LoRA: the stacked LoRA buffers every wrapped layer preallocates, and the CPU adapter cache.
 
 Read from the 0.11.0 wheel (https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/...; 0.10.2 allocates the same
-buffers, 0.8.5 too from ``lora/layers.py``; the V0 engine is not read: it keeps the ``unmodeled-memory`` warning):
+buffers, 0.8.5 too from ``lora/layers.py``). The V0 engine, read in the 0.8.0 and 0.8.2 wheels (identical there):
+``worker/model_runner.py::GPUModelRunnerBase.load_model`` builds the same wrappers (``create_lora_manager``) inside
+the ``DeviceMemoryProfiler`` that measures the model's memory, and ``_dummy_run``'s warm-up adapters (rank 8) are
+created on the CPU (``lora/models.py::create_dummy_lora``, device "cpu"), so the GPU holds the same stacked buffers
+(https://github.com/vllm-project/vllm/blob/v0.8.2/vllm/worker/model_runner.py):
 
 - ``v1/worker/gpu_model_runner.py::GPUModelRunner.load_model`` → ``load_lora_model``: the LoRA wrappers are
   built with the model, so their buffers are part of the model memory the profile subtracts before the KV cache.
@@ -48,10 +52,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def modelled(version: str, model: ModelSpec) -> bool:
-    """The releases read (0.8.5, 0.10.2, 0.11.0: the same buffers, built in the V1 ``load_model``) and the layer kinds
-    sized here (dense decoder layers, no MLA / vision / linear attention)."""
+    """The releases read (0.8.0, 0.8.2 V0; 0.8.5, 0.10.2, 0.11.0: the same buffers, built in ``load_model`` of either
+    engine) and the layer kinds sized here (dense decoder layers, no MLA / vision / linear attention)."""
     v = Version(version)
-    return Version("0.8.5") <= v < Version("0.12.0") and not (
+    return Version("0.8.0") <= v < Version("0.12.0") and not (
         model.is_mla or model.is_multimodal or model.n_linear_layers or model.moe is not None)
 
 
