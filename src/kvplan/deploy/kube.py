@@ -220,6 +220,8 @@ def from_kube(doc: dict, source: str, maps: dict[str, dict[str, str]] | None = N
                 for c in from_kube(item, source, maps)]
     meta = doc.get("metadata")
     name = str(meta.get("name") or "?")[:253] if isinstance(meta, dict) else "?"
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    namespace = ns[:63] if isinstance(ns, str) and ns else None  # a DNS label: at most 63 characters
     spec = doc.get("spec")
     replicas = _count(f"{source}: {kind}/{name} replicas", spec.get("replicas") or None) \
         if isinstance(spec, dict) else 1
@@ -265,5 +267,6 @@ def from_kube(doc: dict, source: str, maps: dict[str, dict[str, str]] | None = N
                 memory_request_bytes=req_bytes,
                 memory_request_source=f"resources.requests.memory: {str(req)[:40]}" if req is not None else None,
                 shm_bytes=shm, shm_source=shm_src, ipc_host=ipc, gpus=gpus, gpu_product=_gpu_product(pod),
-                nodes=pods, replicas=replicas, engine_version=images.tag_version(image), notes=tuple(notes)))
+                nodes=pods, replicas=replicas, engine_version=images.tag_version(image), notes=tuple(notes),
+                namespace=namespace))
     return out

@@ -32,6 +32,7 @@ class Container:
     engine_version: str | None = None  # from the image tag ("vllm/vllm-openai:v0.8.5" -> 0.8.5)
     node_host_bytes: int = 0  # host memory per-node servers of the same input hold beside it (an LMCacheEngine)
     node_host_source: str | None = None  # "LMCacheEngine/my-cache"
+    namespace: str | None = None  # Kubernetes metadata.namespace when the manifest says it (None: `-n` decides)
     notes: tuple[str, ...] = ()  # what was assumed or could not be read
 
     @property

@@ -78,6 +78,48 @@ def test_matched_by_pod_name_longest_first(k8s):
     assert ls.match(_rep("vllm", pod="other-0"), {}) is None
 
 
+def test_pod_names_match_within_their_namespace(tmp_path):
+    # the same Deployment name in two namespaces, each with its own launch; and one manifest without a namespace
+    two = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: team-a}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: server, command: ["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "32"]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: team-b}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: server, command: ["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "64"]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sglang}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: server, command: ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]}
+"""
+    p = tmp_path / "two.yaml"
+    p.write_text(two)
+    ls = read([str(p)])
+    a = ls.match(_rep("vllm", pod="vllm-7c9d-abcde", namespace="team-a"), {})
+    b = ls.match(_rep("vllm", pod="vllm-7c9d-fghij", namespace="team-b"), {})
+    assert a is not None and "32" in a.argv and "in namespace team-a" in a.source
+    assert b is not None and "64" in b.argv and "in namespace team-b" in b.source
+    assert ls.match(_rep("vllm", pod="vllm-7c9d-klmno", namespace="team-c"), {}) is None  # neither namespace
+    # a manifest that names no namespace (kubectl apply -n ...) matches a pod in any
+    assert ls.match(_rep("sglang", pod="sglang-0", namespace="team-c"), {}) is not None
+
+
 def test_matched_by_port_only_when_one_launch_serves_it(k8s, tmp_path):
     script = tmp_path / "serve.sh"
     script.write_text("vllm serve Qwen/Qwen3-8B --port 8001 --max-num-seqs 64\n")

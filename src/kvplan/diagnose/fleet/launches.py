@@ -2,7 +2,10 @@
 yaml`` on stdin, Compose files, scripts: ``kvplan.deploy``), matched to the replica by its labels:
 
 1. by pod: a replica whose ``pod`` label is a workload's name, or that name followed by ``-`` and a suffix (the pods
-   of a Deployment, StatefulSet, LeaderWorkerSet), gets that workload's engine container; the longest name wins;
+   of a Deployment, StatefulSet, LeaderWorkerSet), gets that workload's engine container; the longest name wins.
+   When both the replica's ``namespace`` label and the manifest's ``metadata.namespace`` are known they must be the
+   same (``vllm`` in namespace ``team-a`` is not ``vllm`` in ``team-b``); a manifest without a namespace (applied
+   with ``kubectl -n``) matches any;
 2. else by port: the one launch of the replica's engine whose port (its ``--port``, else the engine's default) is
    the port of the replica's ``instance`` (``host:port``).
 
@@ -38,12 +41,13 @@ class Launches:
         """The launch of ``rep`` (None: no file says), with ``base`` options (the command line's) as ``check -f``
         merges them."""
         mine = [c for c, eng in self.containers if eng == rep.engine]
-        pod = rep.labels.get("pod")
+        pod, ns = rep.labels.get("pod"), rep.labels.get("namespace")
         found, how = None, ""
         if pod:
-            named = [(len(_workload_name(c)), c) for c in mine if _pod_of(c, pod)]
+            named = [(len(_workload_name(c)), c) for c in mine if _pod_of(c, pod)
+                     and not (ns and c.namespace and c.namespace != ns)]
             if named:
-                found, how = max(named, key=lambda x: x[0])[1], f"pod {pod}"
+                found, how = max(named, key=lambda x: x[0])[1], f"pod {pod}" + (f" in namespace {ns}" if ns else "")
         if found is None:
             port = _port(rep.labels.get("instance", ""))
             on_port = [c for c in mine if port is not None and _launch_port(c) == port]
