@@ -58,7 +58,7 @@ class RankTerm:
     LoRA buffers, ...): its bytes, the memory it is in, how it enters the plan (``counted``), how sure the figure is
     and the engine source it was read from. One type for every feature: ``per_rank.feature_terms`` in the JSON."""
 
-    term: str  # id, e.g. "eplb-redundant-experts", "draft_weights"
+    term: str  # id, e.g. "eplb-redundant-experts", "draft-weights"
     what: str
     bytes: int  # per rank
     memory: str  # "gpu" | "host"
@@ -79,7 +79,7 @@ def feature_term(term: str, bytes: int, scope: str, effect: str, source: str) ->
     """A speculative-draft or LoRA term (features.py, terms.py): ``scope`` "per rank" (GPU) or "per rank, host" (an
     upper bound held on the CPU)."""
     host = "host" in scope
-    return RankTerm(term, term.replace("_", " "), bytes, "host" if host else "gpu", effect, source,
+    return RankTerm(term, term.replace("-", " "), bytes, "host" if host else "gpu", effect, source,
                     certainty="worst case" if host else "exact")
 
 

@@ -43,9 +43,9 @@ def test_eagle3_head_weights_and_draft_kv_by_hand():
     # draft KV: 1 layer × 8 heads × (128 + 128) × 2 B = 4,096 B/token × (target tokens + 1 page)
     r = plan(LLAMA, *EAGLE3, free_gib=78.0, weights_gib=15.0)
     t = terms(r)
-    assert t["draft_weights"] == 849_635_328
+    assert t["draft-weights"] == 849_635_328
     tokens = r.plan.per_rank.kv_tokens
-    assert t["draft_kv_pool"] == (tokens + 1) * 4096
+    assert t["draft-kv-pool"] == (tokens + 1) * 4096
     assert "unmodeled-memory" not in ids(r)
 
 
@@ -72,7 +72,7 @@ def test_eagle3_local_draft_dir_wins_and_unknown_draft_names_the_config(tmp_path
     r = plan(LLAMA, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(tmp_path),
              free_gib=78.0, weights_gib=15.0)
     # a 64000-token head: 32000 × 4096 × 2 B more for lm_head, 32000 × 8 B more for d2t
-    assert terms(r)["draft_weights"] == 849_635_328 + 32000 * 4096 * 2 + 32000 * 8
+    assert terms(r)["draft-weights"] == 849_635_328 + 32000 * 4096 * 2 + 32000 * 8
     with pytest.raises(KvplanError, match="config.json"):
         plan(LLAMA, "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "nobody/unknown-head")
 
@@ -82,9 +82,9 @@ def test_deepseek_v3_mtp_draft_is_one_moe_layer_per_rank():
     t = terms(r)
     # one NextN layer: 256 fp8 experts × 3 × 7168 × 2048 B / 8 ranks ≈ 1.31 GiB (+ the fused shared expert, scales,
     # attention), and eh_proj [7168, 14336] bf16 whole on every rank = 205,520,896 B
-    assert 1.4 * GiB < t["draft_weights"] < 1.7 * GiB
+    assert 1.4 * GiB < t["draft-weights"] < 1.7 * GiB
     # draft KV: MLA 576 × 1 layer × 2 B = 1,152 B/token over the target's tokens
-    assert t["draft_kv_pool"] == (r.plan.per_rank.kv_tokens + 1) * 1152
+    assert t["draft-kv-pool"] == (r.plan.per_rank.kv_tokens + 1) * 1152
     assert r.plan.per_rank.max_running_requests == 48
     assert "unmodeled-memory" not in ids(r)
 
@@ -102,7 +102,7 @@ def test_from_0_5_14_the_draft_kv_is_sized_inside_the_static_pool():
     b = plan(LLAMA, "--mem-fraction-static", "0.8", *EAGLE3, free_gib=78.0, weights_gib=15.0, version="0.5.23")
     rest = int(78.0 * GiB) - int(15.0 * GiB) - int(int(78.0 * GiB) * (1 - 0.8))
     assert b.plan.per_rank.kv_tokens == rest // 135_168 < a.plan.per_rank.kv_tokens
-    assert terms(b)["draft_kv_pool"] == (b.plan.per_rank.kv_tokens + 1) * 4096
+    assert terms(b)["draft-kv-pool"] == (b.plan.per_rank.kv_tokens + 1) * 4096
     assert b.plan.per_rank.kv_bytes_per_token == 131_072  # the target's own pool, as its log line counts it
     assert b.plan.per_rank.max_running_requests == 48
 
@@ -116,9 +116,9 @@ def test_lora_buffers_by_hand_and_taken_before_the_kv_pool():
     #   = 20,971,520 elements per layer × 2 B × 32 layers = 1,342,177,280 B (1.25 GiB)
     a = plan(LLAMA, "--mem-fraction-static", "0.8", free_gib=78.0, weights_gib=15.0)
     b = plan(LLAMA, "--mem-fraction-static", "0.8", *LORA, free_gib=78.0, weights_gib=15.0)
-    assert terms(b)["lora_buffers"] == 1_342_177_280
+    assert terms(b)["lora-buffers"] == 1_342_177_280
     # the two hub adapters on the CPU of each rank: at most one slot's unsharded share each, 1,342,177,280 / 4
-    assert terms(b)["lora_adapters_host"] == 2 * 335_544_320
+    assert terms(b)["lora-adapters-host"] == 2 * 335_544_320
     assert a.plan.per_rank.kv_tokens - b.plan.per_rank.kv_tokens == pytest.approx(1_342_177_280 / 131072, abs=1)
     assert not {"unmodeled-memory", "unknown-flags"} & ids(b)
 
@@ -128,12 +128,12 @@ def test_lora_tp2_splits_and_adapter_configs_are_read(tmp_path):
     #   qkv A 3,145,728 + B 786,432; o A 524,288 + B 1,048,576; gate_up A 2,097,152 + B 3,670,016;
     #   down A 1,835,008 + B 1,048,576 = 14,155,776 × 2 B × 32 layers = 905,969,664 B
     r = plan(LLAMA, "--tp", "2", *LORA, free_gib=78.0, weights_gib=8.0, gpus_per_node=2)
-    assert terms(r)["lora_buffers"] == 905_969_664
+    assert terms(r)["lora-buffers"] == 905_969_664
     (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 16, "target_modules": ["q_proj", "v_proj"]}))
     r = plan(LLAMA, "--enable-lora", "--max-loras-per-batch", "2", "--lora-paths", f"x={tmp_path}",
              free_gib=78.0, weights_gib=15.0)
     # qkv_proj only (q, v normalize to it), rank 16 from the adapter: A 2 × 48 × 4096 + B 2 × 6144 × 16
-    assert terms(r)["lora_buffers"] == 32 * (2 * 48 * 4096 + 2 * 6144 * 16) * 2
+    assert terms(r)["lora-buffers"] == 32 * (2 * 48 * 4096 + 2 * 6144 * 16) * 2
     with pytest.raises(KvplanError, match="maximum LoRA rank"):
         plan(LLAMA, "--enable-lora", "--lora-paths", "a=org/a")
 
@@ -161,15 +161,15 @@ def test_standalone_draft_is_a_second_model_sharded_like_the_target():
     r = plan(LLAMA, "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
              "meta-llama/Llama-3.1-8B")
     t = terms(r)
-    assert t["draft_weights"] == r.plan.per_rank.weights_bytes
-    assert t["draft_kv_pool"] == (r.plan.per_rank.kv_tokens + 1) * 131072
+    assert t["draft-weights"] == r.plan.per_rank.weights_bytes
+    assert t["draft-kv-pool"] == (r.plan.per_rank.kv_tokens + 1) * 131072
     # STANDALONE reserves 6 GiB: 13,440 + 6,144 = 19,584 MiB -> round((81,559 − 19,584) / 81,559, 3) = 0.76
     assert r.plan.settings.mem_fraction_static == 0.76
 
 
 def test_lora_in_0_5_23_dense_layers_and_what_stays_unsized():
     # 0.5.23 builds the same buffers for dense layers (get_default_hidden_dim): the same 1,342,177,280 B
-    assert terms(plan(LLAMA, *LORA, version="0.5.23"))["lora_buffers"] == 1_342_177_280
+    assert terms(plan(LLAMA, *LORA, version="0.5.23"))["lora-buffers"] == 1_342_177_280
     # its "all" also names MLA/Inkling modules, and DP attention shards attention buffers by the attention-TP group
     r = plan(LLAMA, "--enable-lora", "--max-lora-rank", "64", "--lora-target-modules", "all", version="0.5.23")
     assert "unmodeled-memory" in ids(r)

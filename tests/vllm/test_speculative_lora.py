@@ -29,13 +29,13 @@ def test_eagle3_head_is_model_memory_and_its_layer_joins_the_block_pool():
     # KV: target 32 layers × 8 heads × 256 × 2 B = 131,072 B/token + 1 draft layer 4,096 = 135,168 B/token
     a, b = plan(), plan(*SPEC)
     t = terms(b)
-    assert t["draft_weights"] == 849_635_328
+    assert t["draft-weights"] == 849_635_328
     # EagleProposer's buffers: max_num_batched_tokens 8192 × (int32 + int64 + int32 + 2 × 4096 × 2 B) = 134,348,800
-    assert t["draft_buffers"] == 8192 * (4 + 8 + 4 + 2 * 4096 * 2) == 134_348_800
+    assert t["draft-buffers"] == 8192 * (4 + 8 + 4 + 2 * 4096 * 2) == 134_348_800
     assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 849_635_328 + 134_348_800
     assert b.plan.per_rank.kv_bytes_per_token == 135_168
     blocks = b.plan.per_rank.kv_blocks
-    assert blocks is not None and t["draft_kv_pool"] == blocks * 16 * 4096
+    assert blocks is not None and t["draft-kv-pool"] == blocks * 16 * 4096
     assert b.plan.per_rank.kv_tokens < a.plan.per_rank.kv_tokens
     assert not ids(b) & {"unmodeled-memory", "unknown-flags"}
 
@@ -51,10 +51,10 @@ def test_lora_buffers_by_hand():
     #   = 1,505,230,848 B per rank, in the model memory before the KV cache
     a, b = plan(), plan(*LORA)
     t = terms(b)
-    assert t["lora_buffers"] == 1_505_230_848
+    assert t["lora-buffers"] == 1_505_230_848
     # host: max_cpu_loras (= max_loras) whole adapters, each at most one slot at TP1: linear 1,342,177,280 / 4 =
     # 335,544,320, embed 19,070,976 + logits 19,070,976 (the same shapes with 1 slot) + 512 extra rows 4,194,304
-    assert t["lora_cpu_cache"] == 4 * (335_544_320 + 2 * 19_070_976 + 4_194_304)
+    assert t["lora-cpu-cache"] == 4 * (335_544_320 + 2 * 19_070_976 + 4_194_304)
     assert b.plan.per_rank.weights_bytes - a.plan.per_rank.weights_bytes == 1_505_230_848
     assert not ids(b) & {"unmodeled-memory", "unknown-flags"}
 
@@ -68,14 +68,14 @@ def test_outside_the_release_read_the_features_warn():
 
 def test_releases_read_agree_and_v0_builds_the_same_buffers():
     # 0.10.2 builds the same head (draft_vocab_size set: its own 32k lm_head in both) and the same LoRA buffers
-    assert terms(plan(*SPEC, version="0.10.2"))["draft_weights"] == 849_635_328
-    assert terms(plan(*LORA, version="0.8.5"))["lora_buffers"] == 1_505_230_848
+    assert terms(plan(*SPEC, version="0.10.2"))["draft-weights"] == 849_635_328
+    assert terms(plan(*LORA, version="0.8.5"))["lora-buffers"] == 1_505_230_848
     # the V0 engine (VLLM_USE_V1=0; read in 0.8.0 and 0.8.2: worker/model_runner.py::load_model wraps the model in
     # create_lora_manager inside the memory profiler, the warm-up adapters live on the CPU): the same buffers
     for version in ("0.8.0", "0.8.2", "0.10.2"):
         r = check(["VLLM_USE_V1=0", *VLLM, *LORA], engine_version=version, gpu="h100")
         assert r.plan.settings.engine_kind == "v0", version
-        assert terms(r)["lora_buffers"] == 1_505_230_848, version
+        assert terms(r)["lora-buffers"] == 1_505_230_848, version
         assert "unmodeled-memory" not in ids(r), version
 
 
@@ -88,4 +88,4 @@ def test_lora_buffers_at_tp4_by_hand():
     #   embed_tokens and logits as at TP1 (76,283,904 each: not sharded)                 = 152,567,808
     #   base model rows: ceil(1024 / 4) + ceil(256 / 4) = 320 rows × 4096 × 2 B           =   2,621,440
     r = check(["VLLM_USE_V1=0", *VLLM, *LORA, "--tensor-parallel-size", "4"], engine_version="0.8.2", gpu="h100")
-    assert terms(r)["lora_buffers"] == 687_865_856 + 152_567_808 + 2_621_440 == 843_055_104
+    assert terms(r)["lora-buffers"] == 687_865_856 + 152_567_808 + 2_621_440 == 843_055_104

@@ -33,8 +33,8 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
     terms = {t.term: t for t in r.feature_terms}
     rows = [("free before weights (P)", fmt_gib(pool.baseline_free_bytes), "engine baseline after dist init"),
             ("weights", fmt_gib(r.weights_bytes), "per rank")]
-    if "lora_buffers" in terms:
-        rows.append(("LoRA buffers", fmt_gib(terms["lora_buffers"].bytes), terms["lora_buffers"].effect))
+    if "lora-buffers" in terms:
+        rows.append(("LoRA buffers", fmt_gib(terms["lora-buffers"].bytes), terms["lora-buffers"].effect))
     rows += [(f"  {t.term.replace('_', ' ')}", fmt_gib(t.bytes), t.effect) for t in r.feature_terms
              if "host" in t.scope]
     rows += [
@@ -53,10 +53,10 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
              ("outside the static pool", fmt_gib(pool.headroom_bytes), "P × (1 − fraction)"),
              ("  req_to_token table", fmt_gib(pool.req_to_token_bytes), f"{s.req_to_token_slots} slots × context")]
     rows += [(f"  {t.term.replace('_', ' ')}", fmt_gib(t.bytes), t.effect) for t in r.feature_terms
-             if t.term.startswith("draft_")]
+             if t.term.startswith("draft-")]
     rows += [             ("  CUDA graphs", fmt_gib(pool.cuda_graph_bytes), "estimate"),
              ("  left after graphs", fmt_gib(pool.headroom_after_graphs_bytes), "for prefill activations")]
-    placed = {"lora_buffers"} | {t.term for t in r.feature_terms if t.memory == "host" or t.term.startswith("draft_")}
+    placed = {"lora-buffers"} | {t.term for t in r.feature_terms if t.memory == "host" or t.term.startswith("draft-")}
     for t in (t for t in r.feature_terms if t.term not in placed):  # eplb.py, pd.py: what each adds, where counted
         rows.append((f"{t.term}", fmt_term(t.bytes, host=t.memory == "host"),
                      f"{t.memory}, {t.scope}, {t.counted}"))

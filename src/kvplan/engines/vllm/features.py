@@ -44,17 +44,17 @@ class Features:
         out = []
         d, lo = self.draft, self.lora
         if d is not None and d.method != "ngram":
-            out.append(feature_term("draft_weights", d.weights_bytes, "per rank",
+            out.append(feature_term("draft-weights", d.weights_bytes, "per rank",
                                    "model memory (loaded with the target, subtracted before the KV cache)", SRC))
-            out.append(feature_term("draft_buffers", d.buffers_bytes, "per rank", "the proposer's persistent "
+            out.append(feature_term("draft-buffers", d.buffers_bytes, "per rank", "the proposer's persistent "
                                    "buffers (max_num_batched_tokens rows), taken before the profile", BUF_SRC))
-            out.append(feature_term("draft_kv_pool", d.layers * d.layer_token_bytes * kv_tokens_alloc, "per rank",
+            out.append(feature_term("draft-kv-pool", d.layers * d.layer_token_bytes * kv_tokens_alloc, "per rank",
                                    f"inside the block pool: {d.layers} draft layer(s) × {d.layer_token_bytes:,} "
                                    f"B/token in every block; {d.num_speculative_tokens} speculative tokens", KV_SRC))
         if lo is not None:
-            out.append(feature_term("lora_buffers", lo.gpu_bytes, "per rank", f"model memory: {lo.max_loras} slots × "
+            out.append(feature_term("lora-buffers", lo.gpu_bytes, "per rank", f"model memory: {lo.max_loras} slots × "
                                    f"rank {lo.max_lora_rank} on every supported module", LORA_SRC))
-            out.append(feature_term("lora_cpu_cache", lo.host_bytes, "per rank, host",
+            out.append(feature_term("lora-cpu-cache", lo.host_bytes, "per rank, host",
                                    "upper bound: max_cpu_loras adapters at the maximum rank", LORA_SRC))
         return tuple(out)
 

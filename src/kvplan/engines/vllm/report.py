@@ -49,7 +49,7 @@ def rank_rows(plan: Plan) -> list[tuple[str, str, str]]:
             ("max_num_seqs / batched tokens", f"{s.max_num_seqs} / {s.max_num_batched_tokens}", "scheduler")]
     rows[1:1] = [(f"  {t.term.replace('_', ' ')}" + (" (host)" if "host" in t.scope else ""), fmt_gib(t.bytes),
                   t.effect) for t in r.feature_terms]  # speculative drafter and LoRA (features.py)
-    placed = {"draft_weights", "draft_buffers", "draft_kv_pool", "lora_buffers", "lora_cpu_cache"}
+    placed = {"draft-weights", "draft-buffers", "draft-kv-pool", "lora-buffers", "lora-cpu-cache"}
     for ft in r.feature_terms:  # other launch features (eplb.py): what each adds and where the plan counts it
         if ft.term not in placed:
             rows.append((ft.term, fmt_term(ft.bytes), f"{ft.memory}, {ft.scope}, {ft.counted}"))
