@@ -177,7 +177,8 @@ def test_online_fp8_70b_holds_fp8_and_peaks_in_bf16():
 
 
 @pytest.mark.parametrize("version, kept", [("0.4.6.post4", False), ("0.4.6.post5", True), ("0.4.7", True),
-                                            ("0.4.8.post1", True), ("0.5.2", True), ("0.5.9", False)])
+                                            ("0.4.8.post1", True), ("0.5.2", True), ("0.5.8", True),
+                                            ("0.5.9", False)])
 def test_sglang_online_fp8_qwen3_moe_keeps_bf16_experts_where_eager(version, kept):
     """Qwen3MoeForCausalLM.load_weights builds routed_experts_weights_of_layer eagerly from 0.4.6.post5 to 0.5.8
     (LazyValue in 0.5.9): the bf16 experts stay referenced next to the fp8 ones (engines/sglang/online_fp8.py)."""

@@ -62,7 +62,8 @@ def online_fp8(groups: tuple[TensorGroup, ...]) -> tuple[tuple[TensorGroup, ...]
 # outside these windows): the dict holds the checkpoint-dtype expert tensors, so after
 # ``Fp8MoEMethod.process_weights_after_loading`` swaps in the fp8 parameters the old ones are never freed, and
 # ``get_available_gpu_memory`` (``torch.cuda.empty_cache`` then ``mem_get_info``) still counts them. Read from the
-# wheels 0.4.6, 0.4.6.post1, .post3, .post4, .post5, 0.4.7, 0.4.7.post1, 0.4.8, 0.4.8.post1, 0.4.10, 0.5.2, 0.5.9:
+# wheels 0.4.6, 0.4.6.post1, .post3, .post4, .post5, 0.4.7, 0.4.7.post1, 0.4.8, 0.4.8.post1, 0.4.10, 0.5.2, 0.5.5,
+# 0.5.8, 0.5.9:
 # https://github.com/sgl-project/sglang/blob/v0.4.6.post5/python/sglang/srt/models/qwen3_moe.py (end of
 # ``Qwen3MoeForCausalLM.load_weights``, first in 0.4.6.post5; LazyValue in v0.5.9) and
 # https://github.com/sgl-project/sglang/blob/v0.4.6.post5/python/sglang/srt/models/deepseek_v2.py
