@@ -75,10 +75,20 @@ def test_unknown_gpu_falls_back_with_a_wider_band():
     ("NVIDIA A100-SXM4-80GB", "nvswitch"), ("NVIDIA GH200 480GB", "nvswitch"), ("NVIDIA H100 NVL", "pcie-p2p"),
     ("NVIDIA H100 PCIe", "pcie-p2p"), ("NVIDIA L40S", "pcie-p2p"), ("NVIDIA RTX PRO 6000 Blackwell Server Edition",
                                                                     "pcie-p2p"),
-    ("NVIDIA GeForce RTX 4090", "geforce"), ("AMD Instinct MI355X", "rocm"), ("custom GPU", "unknown"),
+    ("NVIDIA GeForce RTX 4090", "geforce"), ("NVIDIA L4", "geforce"), ("AMD Instinct MI355X", "rocm"),
+    ("custom GPU", "unknown"),
 ])
 def test_link_class(name, link):
     assert link_class(name)[1] == link
+
+
+def test_l4_communicators_do_not_grow_with_peers():
+    """L4 hosts (AWS g6) have no PCIe P2P: NCCL's SHM transport keeps its buffers in host memory, so the TP4
+    communicators are the no-P2P class's (not 3 x the per-peer P2P figure)."""
+    l4, l40s = baseline_overhead("NVIDIA L4", 4), baseline_overhead("NVIDIA L40S", 4)
+    assert l4.value_bytes == baseline_overhead("NVIDIA GeForce RTX 4090", 4).value_bytes
+    assert l4.value_bytes < l40s.value_bytes
+    assert "geforce communicators" in l4.source
 
 
 def test_every_log_inside_its_band_and_held_out_logs_close():

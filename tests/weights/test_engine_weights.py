@@ -176,6 +176,18 @@ def test_online_fp8_70b_holds_fp8_and_peaks_in_bf16():
     assert sg_fp8.bytes_per_rank / GiB == pytest.approx(fp8.bytes_per_rank / GiB, abs=0.2)
 
 
+@pytest.mark.parametrize("version, kept", [("0.4.6.post4", False), ("0.4.6.post5", True), ("0.4.7", True),
+                                            ("0.4.8.post1", True), ("0.5.2", True), ("0.5.8", True),
+                                            ("0.5.9", False)])
+def test_sglang_online_fp8_qwen3_moe_keeps_bf16_experts_where_eager(version, kept):
+    """Qwen3MoeForCausalLM.load_weights builds routed_experts_weights_of_layer eagerly from 0.4.6.post5 to 0.5.8
+    (LazyValue in 0.5.9): the bf16 experts stay referenced next to the fp8 ones (engines/sglang/online_fp8.py)."""
+    w = sg("Qwen/Qwen3-30B-A3B", "--tp 8 --quantization fp8", version=version)
+    experts_bf16 = 48 * 128 * 3 * 2048 * 768 * 2 // 8
+    assert w.parts.get("experts_kept_unquantized", 0) == (experts_bf16 if kept else 0)
+    assert w.parts["experts"] == experts_bf16 // 2
+
+
 def test_expert_parallel_vllm():
     tp = vl("Qwen/Qwen3-30B-A3B", "-tp 4").parts["experts"]
     ep = vl("Qwen/Qwen3-30B-A3B", "-tp 4 --enable-expert-parallel").parts["experts"]

@@ -39,11 +39,12 @@ from dataclasses import dataclass, replace
 
 from kvplan.engines.sglang.capability import device_capability, quant_refusal
 from kvplan.engines.sglang.eplb import expert_layout
+from kvplan.engines.sglang.online_fp8 import checkpoint_quantized, experts_kept_eagerly, online_fp8
 from kvplan.engines.spreads import observed_weights_fraction
 from kvplan.engines.versions import Version
 from kvplan.models.memo import Memo
 from kvplan.models.placement import Layout, placer, role_of
-from kvplan.models.postload import LINEAR_GROUPS, platform_of, wna16_g_idx_bytes
+from kvplan.models.postload import platform_of, wna16_g_idx_bytes
 from kvplan.models.roles import Role
 from kvplan.models.rope import rope_caches
 from kvplan.models.sharding import Placement, WeightsEstimate, cdiv, describe_parts, gib_str, per_rank_sum
@@ -155,21 +156,6 @@ def _fused_shared(model: ModelSpec, args, lay: Layout, v: Version, platform: str
     return int(cfg.get("n_shared_experts") or 1)
 
 
-def _online_fp8(groups: tuple[TensorGroup, ...]) -> tuple[tuple[TensorGroup, ...], int]:
-    """Linear and expert weights in the model dtype become fp8 (1 byte); returns (groups, bytes saved)."""
-    out, saved = [], 0
-    for g in groups:
-        r = role_of(g)
-        if r.group in LINEAR_GROUPS and r.kind != "norm" and g.template.endswith("weight") and len(g.shape) >= 2 \
-                and g.dtype in ("BF16", "F16", "F32"):
-            ng = replace(g, dtype="F8_E4M3")
-            saved += g.nbytes - ng.nbytes
-            out.append(ng)
-        else:
-            out.append(g)
-    return tuple(out), saved
-
-
 def estimate_weights(model: ModelSpec, args, cluster_platform: str, version: str,
                      checkpoint_dir: str | None, gpu_name: str | None = None) -> WeightsEstimate:
     """Per-rank weight bytes of an SGLang launch (the heaviest pipeline stage)."""
@@ -203,11 +189,11 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     t = load_tensors(model, checkpoint_dir)
     groups, notes = hold_in_dtype(t.groups, runtime_dtype(model, args)), list(t.notes)
     lay, pp = _layout(model, args, v)
-    online = str(getattr(args, "quantization", None) or "").lower() == "fp8" and not _checkpoint_quantized(groups)
+    online = str(getattr(args, "quantization", None) or "").lower() == "fp8" and not checkpoint_quantized(groups)
     bf16_bytes = 0
     if online:
         bf16_groups = groups
-        groups, _ = _online_fp8(groups)
+        groups, _ = online_fp8(groups)
     fused = _fused_shared(model, args, lay, v, platform, cap)
     top_type = str((model.config or {}).get("model_type") or model.model_type)
 
@@ -250,10 +236,7 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     if online:
         before = per_rank_sum(bf16_groups, fplace, ranges).stages[stage]
         bf16_bytes = sum(before.values())
-        if model.model_type == "qwen3_moe" and Version("0.4.8") <= v < Version("0.5.9"):
-            # models/qwen3_moe.py::load_weights ends with routed_experts_weights_of_layer = {.. get_moe_weights()}
-            # (eager; LazyValue from 0.5.9): the checkpoint-dtype expert tensors stay referenced after
-            # Fp8MoEMethod.process_weights_after_loading replaces the parameters
+        if experts_kept_eagerly(model, v):
             parts["experts_kept_unquantized"] = before.get("experts", 0)
     # ---- what the engine adds after loading ---------------------------------------------------------------
     rope_fp32 = platform == "cuda" and v >= Version("0.4.3")
@@ -299,7 +282,7 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
     notes.append(f"{gib_str(parts['allocator_segments'] + parts['load_context'])} GiB of allocator segments and "
                  f"CUDA context growth during loading (calibrated: {growth.what})")
     if parts.get("experts_kept_unquantized"):
-        notes.append(f"SGLang {version} Qwen3-MoE keeps the {model.dtype} expert weights referenced "
+        notes.append(f"SGLang {version} {model.architecture} keeps the {model.dtype} expert weights referenced "
                      "(routed_experts_weights_of_layer) next to the fp8 ones")
     if online:
         notes.append(f"--quantization fp8 on a {model.dtype} checkpoint: linear and expert weights held in fp8 "
@@ -307,10 +290,6 @@ def _estimate_stage(model: ModelSpec, args: WeightArgs, cluster_platform: str, v
                      f"{gib_str(bf16_bytes)} GiB per rank")
     del tensors
     return WeightsEstimate(total, parts, src, t.exact, tuple(notes), load_peak_bytes=bf16_bytes if online else 0)
-
-
-def _checkpoint_quantized(groups) -> bool:
-    return any(g.dtype.startswith(("F8", "I32", "U8", "I8")) and len(g.shape) >= 2 for g in groups)
 
 
 def _tied(groups) -> bool:
