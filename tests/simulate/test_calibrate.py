@@ -169,3 +169,28 @@ def test_a_log_whose_batch_never_held_says_so(tmp_path):
     ses = Session(SimpleNamespace(instances=1), fit, None, None)  # type: ignore[arg-type]
     note = ses.coverage_check(SimpleNamespace(completed=10, running_mean=3.5))
     assert note is not None and "no serving line whose batch held" in note
+
+
+def _vllm_steps(path, running: list[int], step_s) -> str:
+    """vLLM V1 stats lines of decode-only intervals (no prompt tokens) whose step takes ``step_s(batch)``."""
+    path.write_text("".join(
+        f"(APIServer pid=1) INFO 12-01 03:06:{i:02d} [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        f"Avg generation throughput: {r / step_s(r):.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 1.0%, Prefix cache hit rate: 0.0%\n" for i, r in enumerate(running)))
+    return str(path)
+
+
+CPU_ROOF = Roofline(weights_bytes=28_000_000, expert_fraction=0.0, n_experts=0, experts_per_token=0,
+                    kv_bytes_per_token=4096, active_params_per_token=14e6, mem_bw_gbps=None, dense_tflops=None)
+BATCHES = [1, 1, 1, 2, 2, 2, 4, 4, 4, 8, 8, 8] * 2
+
+
+def test_flat_steps_without_prompts_say_long_prompts_are_unbounded(tmp_path):
+    # vLLM-CPU, a 16-layer 256-wide model: ~8.6 ms a step at batch 1 and at 8 (benchmarks/sim_matrix.py, llama_deep P)
+    fit = calibrate(_vllm_steps(tmp_path / "flat.log", BATCHES, lambda b: 0.0086), CPU_ROOF, 4096)
+    assert fit.model.step(0, 0.0, 1) - fit.model.decode_base(0) < 0.02 * fit.model.decode_base(0)
+    assert any("prompt tokens come out nearly free" in n for n in fit.notes), fit.notes
+    # steps that grow with the batch (5 ms + 0.5 ms a sequence) price a prompt token like a sequence: no such note
+    fit = calibrate(_vllm_steps(tmp_path / "grows.log", BATCHES, lambda b: 0.005 + 0.0005 * b), CPU_ROOF, 4096)
+    assert not any("nearly free" in n for n in fit.notes), fit.notes
+    assert fit.model.step(0, 0.0, 1) - fit.model.decode_base(0) > 0.0003
