@@ -123,7 +123,12 @@ def test_a_real_prometheus_scraping_two_vllm_engines_and_an_sglang_exporter(engi
     assert rk["observed"]["queued"] >= 1 and rk["observed"]["kv_usage_max"] >= 0.9
     assert rk["observed"]["pool_tokens"] == 8192
     assert rc["bottleneck"] == "client-bound", rc
-    assert rc["observed"]["queued"] == 0 and 0.03 <= rc["observed"]["kv_usage"] <= 0.09
+    # one request holds 6.8-8.3 % of the pool while it runs; between two requests (the client's turn-around, the API
+    # server tokenizing 1,600 tokens beside the KV-bound engine's 32 clients) nothing runs: a CI run saw a request
+    # running 31 % of the window (mean usage 0.024). So the usage per running request is what is judged
+    ok = rc["observed"]
+    assert ok["queued"] == 0 and ok["running"] > 0 and ok["kv_usage"] <= 0.09, ok
+    assert 0.03 <= ok["kv_usage"] / min(1.0, ok["running"]) <= 0.09, ok
     assert rs["bottleneck"] == "kv-capacity" and rs["observed"]["kv_usage"] == 0.97 and rs["pod"] == SGLANG_POD
     assert rs["launch_source"].startswith("StatefulSet/sglang-llama") and rs["engine_version"] == "0.5.9"
     assert rk["launch_source"].endswith(f"matched by port {kv.instance.rsplit(':', 1)[1]} of instance {kv.instance}")
