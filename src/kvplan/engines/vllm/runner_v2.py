@@ -40,10 +40,12 @@ def _env_choice(args: VLLMArgs) -> bool | None:
 
 
 def _unsupported(args: VLLMArgs) -> bool:
-    spec = (args.speculative_config or "").lower()
-    if spec and not any(f'"{m}"' in spec or f"'{m}'" in spec for m in _V2_SPEC_METHODS):
-        return True
-    return False
+    """A speculative method the V2 runner does not take (read through speculative.py, as the features are)."""
+    if not args.speculative_config:
+        return False
+    from kvplan.engines.vllm.speculative import method_of, parse_config
+
+    return method_of(parse_config(args.speculative_config)) not in _V2_SPEC_METHODS
 
 
 def uses_model_runner_v2(version: str, model: ModelSpec, args: VLLMArgs) -> bool:
